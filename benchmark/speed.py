@@ -1,0 +1,97 @@
+"""Benchmarks of the suite's throughput; never run by the tests.
+
+    python -m benchmark.speed data [--datasets=dsprites,shapes3d] [--sources=procedural,file]
+        render throughput: images/s for random batches of 64, for the whole dataset
+        (float32 observations, chunks of 4096), and for the tf.data pipeline (original and
+        noisy).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("datasets", ["dsprites", "shapes3d"], "Datasets to benchmark.")
+flags.DEFINE_list("sources", ["procedural", "file"],
+                  "Sources to benchmark; 'file' is skipped when the file is absent.")
+flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.data.")
+flags.DEFINE_integer("whole_limit", None, "Render only this many images of the 'whole "
+                     "dataset' pass (default: all of them).")
+
+
+def _rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f} img/s"
+
+
+def bench_batches(data, rng, batches: int = 200, batch_size: int = 64) -> float:
+    """Seconds per image rendering random batches of `batch_size`."""
+    data.observations_from_factors(data.sample_factors(batch_size, rng))
+    start = time.perf_counter()
+    for _ in range(batches):
+        data.observations_from_factors(data.sample_factors(batch_size, rng))
+    return (time.perf_counter() - start) / (batches * batch_size)
+
+
+def bench_whole(data, limit: int | None = None, chunk: int = 4096) -> tuple[int, float]:
+    """(images, seconds) rendering the dataset in flat-index order, float32 observations."""
+    total = data.num_images if limit is None else min(limit, data.num_images)
+    start = time.perf_counter()
+    for begin in range(0, total, chunk):
+        data.images(np.arange(begin, min(begin + chunk, total)))
+    return total, time.perf_counter() - start
+
+
+def bench_pipeline(data, batches: int, batch_size: int = 64) -> float:
+    """Images per second delivered by `pipeline.image_dataset` (after 20 warm-up batches)."""
+    from benchmark.data import pipeline
+    iterator = iter(pipeline.image_dataset(data, batch_size=batch_size, seed=0))
+    for _ in range(20):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    return batches * batch_size / (time.perf_counter() - start)
+
+
+def speed_data() -> None:
+    from benchmark.data import get_dataset, make_variant
+    for name in FLAGS.datasets:
+        for source in FLAGS.sources:
+            try:
+                data = get_dataset(name, source)
+            except FileNotFoundError:
+                print(f"{name:9s} {source:10s} skipped: official file not found")
+                continue
+            rng = np.random.default_rng(0)
+            warm = time.perf_counter()
+            if hasattr(data, "renderer") and data.renderer is not None:
+                data.renderer.precompute()
+            warm = time.perf_counter() - warm
+            per_image = bench_batches(data, rng)
+            count, seconds = bench_whole(data, FLAGS.whole_limit)
+            pipe = bench_pipeline(data, FLAGS.pipeline_batches)
+            noisy = make_variant(data, "noisy")
+            noisy_batches = 1.0 / bench_batches(noisy, rng)
+            noisy_pipe = bench_pipeline(noisy, FLAGS.pipeline_batches)
+            print(f"{name:9s} {source:10s} cache {warm:5.1f} s | batches of 64: "
+                  f"{1.0 / per_image:,.0f} img/s | whole dataset: {count:,} images in "
+                  f"{seconds:.1f} s ({_rate(count, seconds)}) | tf.data: {pipe:,.0f} img/s | "
+                  f"noisy batches: {noisy_batches:,.0f} img/s, noisy tf.data: "
+                  f"{noisy_pipe:,.0f} img/s", flush=True)
+
+
+COMMANDS = {"data": speed_data}
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in COMMANDS:
+        raise app.UsageError(f"expected one benchmark, one of {', '.join(COMMANDS)}; "
+                             f"found {' '.join(argv[1:]) or 'none'}")
+    COMMANDS[argv[1]]()
+
+
+if __name__ == "__main__":
+    app.run(main)

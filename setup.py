@@ -1,0 +1,32 @@
+"""Installs the disentanglement inductive-bias benchmark suite."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="disentangle-bench",
+    version="0.1.0",
+    description="Reference benchmark suite for auditing inductive biases in disentangled "
+                "representation learning (dSprites, Shapes3D; original, adversarially "
+                "modified and noisy variants).",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["benchmark", "benchmark.*", "perturbations",
+                                    "perturbations.*", "models", "models.*"]),
+    install_requires=[
+        "tensorflow>=2.16,<3",          # Keras 3
+        "tensorflow-probability[tf]>=0.24",
+        "numpy>=1.26",
+        "h5py>=3.10",
+        "scikit-learn>=1.4",
+        "absl-py>=2.0",
+        "gin-config>=0.5",
+        "scipy>=1.11",
+        "tqdm>=4.66",
+        "matplotlib>=3.8",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-xdist>=3.5"],
+        "ray": ["ray[default]>=2.9"],
+    },
+)
