@@ -6,6 +6,8 @@ export:  the dataset (any variant) in the official file format, for other librar
 
 from __future__ import annotations
 
+import sys
+
 from absl import app, flags, logging
 
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
@@ -22,7 +24,6 @@ flags.DEFINE_float("eps", None, "Noise strength of the noisy variant "
 flags.DEFINE_integer("noise_seed", 0, "Seed of the noisy variant's fixed per-image noise.")
 flags.DEFINE_integer("seed", 0, "Seed of the preview's random samples.")
 flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export).")
-flags.DEFINE_integer("limit", None, "Export only the first N images (for quick checks).")
 
 COMMANDS = ("preview", "export")
 
@@ -33,13 +34,17 @@ def main(argv):
                              f"found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.out:
         raise app.UsageError("--out is required")
-    data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
-                        FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed)
-    if argv[1] == "preview":
-        title = f"{FLAGS.dataset} ({data.describe()['source']}, {FLAGS.variant})"
-        path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)
-    else:
-        path = export.export_official(data, FLAGS.out, limit=FLAGS.limit)
+    try:
+        data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
+                            FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed)
+        if argv[1] == "preview":
+            title = f"{FLAGS.dataset} ({data.describe()['source']}, {FLAGS.variant})"
+            path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)
+        else:
+            path = export.export_official(data, FLAGS.out)
+    except (FileNotFoundError, ValueError) as error:   # DataFileError is a ValueError
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     logging.info("wrote %s", path)
     print(path)
 

@@ -121,7 +121,7 @@ def test_file_source_and_auto_selection(tmp_path, monkeypatch):
     monkeypatch.setenv("DISENTANGLEMENT_LIB_DATA", str(tmp_path))
     data = dsprites.DSprites(source="auto", factor_sizes=sizes)
     assert data.source == "file" and data.factor_sizes == sizes[1:]
-    idx = np.array([5, 0, 71, 5])
+    idx = np.array([5, 0, 215, 5])
     np.testing.assert_array_equal(data.images(idx)[..., 0], stored[idx])
     np.testing.assert_array_equal(data.factor_values[2], np.arange(4.0))
 

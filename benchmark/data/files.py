@@ -1,0 +1,309 @@
+"""Official dataset files: locating, validated reading, and writing in the official layout.
+
+- dSprites `dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz`: `imgs` (n, 64, 64) uint8 0/1,
+  `latents_classes` (n, 6) int, `latents_values` (n, 6) float64. The real file's
+  `metadata` entry is a pickle and is never loaded (`allow_pickle=False`).
+- Shapes3D `3dshapes.h5`: `images` (n, 64, 64, 3) uint8, `labels` (n, 6) float64; read
+  lazily in batches with h5py (5.9 GB: never all into memory unless asked).
+- MPI3D `mpi3d_{toy,realistic,real}.npz`: `images` (1036800, 64, 64, 3) uint8; the labels
+  are implied by the row order.
+
+Rows are in flat-index order, last factor fastest. Every reader takes the expected factor
+sizes (tests use shrunken grids) and checks the file against them; anything wrong raises
+one `DataFileError` naming the file, what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+import zipfile
+from typing import Callable, Sequence
+
+import h5py
+import numpy as np
+from absl import logging
+from tqdm import tqdm
+
+DATA_DIR_ENV = "DISENTANGLEMENT_LIB_DATA"
+
+
+class DataFileError(ValueError):
+    """A dataset file is malformed or truncated; the message names the file."""
+
+
+def data_dirs(data_dir: str | None = None) -> list[pathlib.Path]:
+    """Directories searched for data files, in order: `data_dir`, then $DISENTANGLEMENT_LIB_DATA."""
+    dirs = []
+    if data_dir:
+        dirs.append(pathlib.Path(data_dir).expanduser())
+    if os.environ.get(DATA_DIR_ENV):
+        dirs.append(pathlib.Path(os.environ[DATA_DIR_ENV]).expanduser())
+    return dirs
+
+
+def find_file(filename: str, subdirs: Sequence[str] = (), data_dir: str | None = None
+              ) -> pathlib.Path | None:
+    """First existing `<dir>/filename` or `<dir>/<subdir>/filename` over `data_dirs`."""
+    for directory in data_dirs(data_dir):
+        for candidate in [directory / filename] + [directory / s / filename for s in subdirs]:
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def missing_file_message(filename: str, searched: list[pathlib.Path], url: str) -> str:
+    """The error text for a missing official file: where it looked, where to get it."""
+    where = ", ".join(str(d) for d in searched) or "nowhere (no data directory given)"
+    return (f"official file {filename} not found; searched: {where} (and their dataset "
+            f"subfolders). Set ${DATA_DIR_ENV} or pass data_dir / --data_dir to the directory "
+            f"holding it, download it from {url}, or use source='procedural'.")
+
+
+def grid_classes(factor_sizes: Sequence[int]) -> np.ndarray:
+    """All factor class vectors of the grid in flat-index order: int64 (prod(sizes), k)."""
+    sizes = tuple(int(s) for s in factor_sizes)
+    return np.stack(np.unravel_index(np.arange(int(np.prod(sizes))), sizes), axis=1
+                    ).astype(np.int64)
+
+
+def _check(condition: bool, path, expected: str, found) -> None:
+    if not condition:
+        raise DataFileError(f"{path}: expected {expected}, found {found}")
+
+
+def _load_npz(path, keys: Sequence[str], optional: Sequence[str] = ()
+              ) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            missing = [k for k in keys if k not in npz.files]
+            _check(not missing, path, f"arrays {list(keys)}", f"keys {npz.files}")
+            return {k: npz[k] for k in list(keys) + list(optional) if k in npz.files}
+    except DataFileError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+        raise DataFileError(f"{path}: expected an npz archive of plain arrays "
+                            f"{list(keys)}, could not read it: {error}") from error
+
+
+def _index_array(indices, num_rows: int) -> np.ndarray:
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= num_rows):
+        raise IndexError(f"image indices must be in 0..{num_rows - 1}, found "
+                         f"{idx.min()}..{idx.max()}")
+    return idx
+
+
+class DSpritesFile:
+    """The official dSprites npz, validated and held in memory bit-packed (~377 MB).
+
+    Images are 0/1 as in the official file, or grey levels 0..255 when the file carries
+    the scalar `imgs_max` (= 255; the suite's export of non-binary variants).
+    """
+
+    def __init__(self, path, factor_sizes: Sequence[int] = (1, 3, 6, 40, 32, 32)):
+        self.path = pathlib.Path(path)
+        arrays = _load_npz(self.path, ("imgs", "latents_classes", "latents_values"),
+                           optional=("imgs_max",))
+        imgs, classes = arrays["imgs"], arrays["latents_classes"]
+        values = arrays["latents_values"]
+        n = int(np.prod(factor_sizes))
+        k = len(factor_sizes)
+        _check(imgs.ndim == 3 and imgs.shape[1:] == (64, 64), self.path,
+               "imgs of shape (n, 64, 64)", f"shape {imgs.shape}")
+        _check(imgs.dtype == np.uint8, self.path, "imgs of dtype uint8", imgs.dtype)
+        _check(len(imgs) == n, self.path, f"{n} rows (factor sizes {tuple(factor_sizes)})",
+               f"{len(imgs)} rows")
+        _check(classes.shape == (n, k) and classes.dtype.kind in "iu", self.path,
+               f"integer latents_classes of shape {(n, k)}",
+               f"{classes.dtype} {classes.shape}")
+        _check(values.shape == (n, k) and values.dtype.kind == "f", self.path,
+               f"float latents_values of shape {(n, k)}", f"{values.dtype} {values.shape}")
+        grid = grid_classes(factor_sizes)
+        bad = np.flatnonzero((classes != grid).any(axis=1))
+        _check(bad.size == 0, self.path,
+               "latents_classes in official order (last factor fastest)",
+               f"row {bad[0] if bad.size else 0} = {classes[bad[0]] if bad.size else ''}")
+        self.grey_levels = "imgs_max" in arrays
+        if self.grey_levels:
+            _check(int(arrays["imgs_max"]) == 255, self.path, "imgs_max = 255",
+                   arrays["imgs_max"])
+            self._images = imgs
+        else:
+            sample = imgs[np.linspace(0, n - 1, min(n, 2000)).astype(np.int64)]
+            _check(sample.max(initial=0) <= 1, self.path, "binary imgs (0/1)",
+                   f"values up to {sample.max(initial=0)}")
+            self._images = np.packbits(imgs, axis=-1)
+        self.num_images = n
+        self.latents_values = values.astype(np.float64)
+        logging.info("dsprites file %s: %d images", self.path, n)
+
+    def images_at(self, indices) -> np.ndarray:
+        """uint8 (n, 64, 64): 0/1 (binary file) or 0..255 (grey-level file)."""
+        idx = _index_array(indices, self.num_images)
+        if self.grey_levels:
+            return self._images[idx]
+        return np.unpackbits(self._images[idx], axis=-1)
+
+
+SHAPES3D_LABEL_VALUES = (np.linspace(0, 0.9, 10), np.linspace(0, 0.9, 10),
+                         np.linspace(0, 0.9, 10), np.linspace(0.75, 1.25, 8),
+                         np.arange(4, dtype=np.float64), np.linspace(-30, 30, 15))
+
+
+class Shapes3DFile:
+    """The official 3dshapes.h5, read lazily in batches (or all at once with in_memory)."""
+
+    def __init__(self, path, factor_sizes: Sequence[int] = (10, 10, 10, 8, 4, 15),
+                 label_values=None, in_memory: bool = False):
+        self.path = pathlib.Path(path)
+        label_values = [np.asarray(v, dtype=np.float64)
+                        for v in (label_values or SHAPES3D_LABEL_VALUES)]
+        n = int(np.prod(factor_sizes))
+        k = len(factor_sizes)
+        try:
+            self._h5 = h5py.File(self.path, "r")
+        except OSError as error:
+            raise DataFileError(f"{self.path}: expected an HDF5 file with datasets 'images' "
+                                f"and 'labels', could not open it: {error}") from error
+        try:
+            missing = [key for key in ("images", "labels") if key not in self._h5]
+            _check(not missing, self.path, "HDF5 datasets 'images' and 'labels'",
+                   f"datasets {list(self._h5.keys())}")
+            images, labels = self._h5["images"], self._h5["labels"]
+            _check(images.shape == (n, 64, 64, 3), self.path,
+                   f"images of shape {(n, 64, 64, 3)} (factor sizes {tuple(factor_sizes)})",
+                   f"shape {images.shape}")
+            _check(images.dtype == np.uint8, self.path, "images of dtype uint8", images.dtype)
+            _check(labels.shape == (n, k) and labels.dtype.kind == "f", self.path,
+                   f"float labels of shape {(n, k)}", f"{labels.dtype} {labels.shape}")
+            rows = np.unique(np.concatenate([[0, n - 1], np.linspace(0, n - 1, 300)
+                                             ]).astype(np.int64))
+            stored = labels[rows]
+            grid = grid_classes(factor_sizes)[rows]
+            expected = np.stack([label_values[j][grid[:, j]] for j in range(k)], axis=1)
+            bad = np.flatnonzero(~np.isclose(stored, expected, atol=1e-6).all(axis=1))
+            _check(bad.size == 0, self.path,
+                   "labels on the official grid in official order (last factor fastest)",
+                   f"row {rows[bad[0]] if bad.size else 0} = "
+                   f"{stored[bad[0]] if bad.size else ''}")
+            images[n - 1]                       # a truncated file fails here
+            self._memory = images[...] if in_memory else None
+        except DataFileError:
+            self._h5.close()
+            raise
+        except (OSError, KeyError, ValueError) as error:
+            self._h5.close()
+            raise DataFileError(f"{self.path}: could not read the file (truncated or "
+                                f"corrupt?): {error}") from error
+        self._images = images
+        self.num_images = n
+        logging.info("shapes3d file %s: %d images (%s)", self.path, n,
+                     "in memory" if in_memory else "lazy")
+
+    def images_at(self, indices) -> np.ndarray:
+        """uint8 (n, 64, 64, 3) in the requested order (duplicates allowed)."""
+        idx = _index_array(indices, self.num_images)
+        if self._memory is not None:
+            return self._memory[idx]
+        unique, inverse = np.unique(idx, return_inverse=True)
+        try:
+            block = self._images[unique] if unique.size else np.zeros((0, 64, 64, 3), np.uint8)
+        except OSError as error:
+            raise DataFileError(f"{self.path}: reading images failed (truncated or corrupt "
+                                f"file?): {error}") from error
+        return block[inverse.reshape(-1)]
+
+    def close(self) -> None:
+        self._h5.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+MPI3D_FACTOR_SIZES = (6, 6, 2, 3, 3, 40, 40)
+
+
+class MPI3DFile:
+    """An MPI3D npz (`images` (1036800, 64, 64, 3) uint8), loaded into memory."""
+
+    def __init__(self, path, factor_sizes: Sequence[int] = MPI3D_FACTOR_SIZES):
+        self.path = pathlib.Path(path)
+        images = _load_npz(self.path, ("images",))["images"]
+        n = int(np.prod(factor_sizes))
+        _check(images.shape == (n, 64, 64, 3), self.path,
+               f"images of shape {(n, 64, 64, 3)} (factor sizes {tuple(factor_sizes)})",
+               f"shape {images.shape}")
+        _check(images.dtype == np.uint8, self.path, "images of dtype uint8", images.dtype)
+        self._images = images
+        self.num_images = n
+
+    def images_at(self, indices) -> np.ndarray:
+        """uint8 (n, 64, 64, 3)."""
+        return self._images[_index_array(indices, self.num_images)]
+
+
+def _temp_path(path: pathlib.Path, suffix: str) -> pathlib.Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    return pathlib.Path(tmp)
+
+
+def _chunks(n: int, chunk: int, progress: bool, desc: str):
+    return tqdm(range(0, n, chunk), desc=desc, unit="chunk", disable=not progress)
+
+
+def write_dsprites_npz(path, images_fn: Callable[[np.ndarray], np.ndarray],
+                       factor_sizes: Sequence[int], latents_values: np.ndarray,
+                       grey_levels: bool = False, chunk: int = 4096,
+                       progress: bool = True) -> None:
+    """Writes the official dSprites layout (compressed npz) to `path`, atomically.
+
+    images_fn(indices int64 (m,)) -> uint8 (m, 64, 64): 0/1, or 0..255 with
+    `grey_levels` (then the scalar `imgs_max` = 255 is stored too).
+    """
+    path = pathlib.Path(path)
+    n = int(np.prod(factor_sizes))
+    imgs = np.empty((n, 64, 64), dtype=np.uint8)
+    for begin in _chunks(n, chunk, progress, f"rendering {path.name}"):
+        idx = np.arange(begin, min(begin + chunk, n))
+        imgs[idx] = images_fn(idx)
+    arrays = {"imgs": imgs, "latents_classes": grid_classes(factor_sizes),
+              "latents_values": np.asarray(latents_values, dtype=np.float64)}
+    if grey_levels:
+        arrays["imgs_max"] = np.array(255, dtype=np.int64)
+    tmp = _temp_path(path, ".npz")
+    try:
+        with open(tmp, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_shapes3d_h5(path, images_fn: Callable[[np.ndarray], np.ndarray],
+                      factor_sizes: Sequence[int], labels: np.ndarray, chunk: int = 4096,
+                      progress: bool = True) -> None:
+    """Writes the official Shapes3D layout (h5: images, labels) to `path`, atomically.
+
+    images_fn(indices int64 (m,)) -> uint8 (m, 64, 64, 3); labels float64 (n, 6).
+    """
+    path = pathlib.Path(path)
+    n = int(np.prod(factor_sizes))
+    tmp = _temp_path(path, ".h5")
+    try:
+        with h5py.File(tmp, "w") as h5:
+            images = h5.create_dataset("images", shape=(n, 64, 64, 3), dtype=np.uint8,
+                                       chunks=(min(n, 64), 64, 64, 3))
+            h5.create_dataset("labels", data=np.asarray(labels, dtype=np.float64))
+            for begin in _chunks(n, chunk, progress, f"writing {path.name}"):
+                end = min(begin + chunk, n)
+                images[begin:end] = images_fn(np.arange(begin, end))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

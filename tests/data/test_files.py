@@ -1,0 +1,167 @@
+import h5py
+import numpy as np
+import pytest
+
+from benchmark.data import files
+
+DSP_SIZES = (1, 3, 2, 4, 3, 3)
+S3D_SIZES = (2, 2, 3, 2, 4, 3)
+S3D_VALUES = [np.linspace(0, 0.9, s) for s in S3D_SIZES]
+
+
+def _dsp_arrays():
+    n = int(np.prod(DSP_SIZES))
+    imgs = np.random.default_rng(0).integers(0, 2, (n, 64, 64), np.uint8)
+    classes = files.grid_classes(DSP_SIZES)
+    return {"imgs": imgs, "latents_classes": classes,
+            "latents_values": classes.astype(np.float64) / 2}
+
+
+def _write_npz(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+def _write_h5(path, images=None, labels=None, sizes=S3D_SIZES):
+    grid = files.grid_classes(sizes)
+    if images is None:
+        images = np.random.default_rng(1).integers(0, 256, (len(grid), 64, 64, 3), np.uint8)
+    if labels is None:
+        labels = np.stack([S3D_VALUES[j][grid[:, j]] for j in range(6)], 1)
+    with h5py.File(path, "w") as h5:
+        if images is not False:
+            h5["images"] = images
+        if labels is not False:
+            h5["labels"] = labels
+    return path, images
+
+
+def test_grid_classes_last_factor_fastest():
+    grid = files.grid_classes((2, 3))
+    np.testing.assert_array_equal(grid, [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])
+
+
+def test_find_file_search_order(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b" / "dsprites"
+    b.mkdir(parents=True)
+    a.mkdir()
+    (b / "x.npz").write_bytes(b"")
+    assert files.find_file("x.npz", ("dsprites",), data_dir=str(a)) is None
+    monkeypatch.setenv(files.DATA_DIR_ENV, str(tmp_path / "b"))
+    assert files.find_file("x.npz", ("dsprites",), data_dir=str(a)) == b / "x.npz"
+    (a / "x.npz").write_bytes(b"")
+    assert files.find_file("x.npz", ("dsprites",), data_dir=str(a)) == a / "x.npz"
+    message = files.missing_file_message("x.npz", files.data_dirs(str(a)), "https://u")
+    assert str(a) in message and "https://u" in message and files.DATA_DIR_ENV in message
+
+
+def test_dsprites_round_trip_and_bit_packing(tmp_path):
+    arrays = _dsp_arrays()
+    path = tmp_path / "d.npz"
+    files.write_dsprites_npz(path, lambda idx: arrays["imgs"][idx], DSP_SIZES,
+                             arrays["latents_values"], progress=False)
+    reader = files.DSpritesFile(path, DSP_SIZES)
+    idx = np.array([215, 0, 5, 5])
+    np.testing.assert_array_equal(reader.images_at(idx), arrays["imgs"][idx])
+    np.testing.assert_array_equal(reader.latents_values, arrays["latents_values"])
+    assert reader._images.nbytes == arrays["imgs"].nbytes // 8
+    assert [p.name for p in tmp_path.iterdir()] == ["d.npz"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: a.pop("latents_classes"), "arrays"),
+    (lambda a: a.update(imgs=a["imgs"][:, :32]), r"shape \(n, 64, 64\)"),
+    (lambda a: a.update(imgs=a["imgs"].astype(np.float32)), "dtype uint8"),
+    (lambda a: a.update(imgs=a["imgs"][:-1], latents_classes=a["latents_classes"][:-1],
+                        latents_values=a["latents_values"][:-1]), "expected 216 rows"),
+    (lambda a: a.update(latents_classes=a["latents_classes"][::-1].copy()), "official order"),
+    (lambda a: a.update(imgs=a["imgs"] * 255), "binary"),
+    (lambda a: a.update(latents_values=a["latents_values"][:, :5]), "latents_values"),
+])
+def test_dsprites_bad_files(tmp_path, change, message):
+    arrays = _dsp_arrays()
+    change(arrays)
+    path = _write_npz(tmp_path / "d.npz", **arrays)
+    with pytest.raises(files.DataFileError, match=message) as err:
+        files.DSpritesFile(path, DSP_SIZES)
+    assert "d.npz" in str(err.value)
+
+
+def test_not_an_npz_and_pickled_arrays_are_rejected(tmp_path):
+    garbage = tmp_path / "g.npz"
+    garbage.write_bytes(b"this is not a zip archive")
+    with pytest.raises(files.DataFileError, match="g.npz"):
+        files.DSpritesFile(garbage, DSP_SIZES)
+    arrays = _dsp_arrays()
+    arrays["imgs"] = np.array([object()] * 3, dtype=object)
+    pickled = _write_npz(tmp_path / "p.npz", **arrays)
+    with pytest.raises(files.DataFileError, match="p.npz"):
+        files.DSpritesFile(pickled, DSP_SIZES)
+
+
+def test_shapes3d_round_trip_lazy_and_in_memory(tmp_path):
+    grid = files.grid_classes(S3D_SIZES)
+    images = np.random.default_rng(2).integers(0, 256, (len(grid), 64, 64, 3), np.uint8)
+    labels = np.stack([S3D_VALUES[j][grid[:, j]] for j in range(6)], 1)
+    path = tmp_path / "s.h5"
+    files.write_shapes3d_h5(path, lambda idx: images[idx], S3D_SIZES, labels, progress=False)
+    idx = np.array([200, 3, 3, 0, len(grid) - 1, 17])
+    with files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES) as lazy:
+        np.testing.assert_array_equal(lazy.images_at(idx), images[idx])
+    memory = files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES, in_memory=True)
+    np.testing.assert_array_equal(memory.images_at(idx), images[idx])
+    memory.close()
+    with pytest.raises(IndexError, match="0..287"):
+        files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES).images_at([288])
+
+
+def test_shapes3d_bad_files(tmp_path):
+    path, images = _write_h5(tmp_path / "nolabels.h5", labels=False)
+    with pytest.raises(files.DataFileError, match="'labels'"):
+        files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES)
+    path, _ = _write_h5(tmp_path / "shape.h5", images=images[:, :32])
+    with pytest.raises(files.DataFileError, match="images of shape"):
+        files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES)
+    path, _ = _write_h5(tmp_path / "rows.h5")
+    with pytest.raises(files.DataFileError, match=r"factor sizes \(10, 10, 10, 8, 4, 15\)"):
+        files.Shapes3DFile(path)        # the official grid against a small file
+    grid = files.grid_classes(S3D_SIZES)
+    wrong = np.stack([S3D_VALUES[j][grid[:, j]] for j in range(6)], 1)[::-1].copy()
+    path, _ = _write_h5(tmp_path / "order.h5", labels=wrong)
+    with pytest.raises(files.DataFileError, match="official order"):
+        files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES)
+
+
+def test_truncated_h5_is_a_clear_error(tmp_path):
+    path, _ = _write_h5(tmp_path / "t.h5")
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * 0.6)])
+    with pytest.raises(files.DataFileError, match="t.h5"):
+        reader = files.Shapes3DFile(path, S3D_SIZES, S3D_VALUES)
+        reader.images_at(np.arange(288))
+
+
+def test_mpi3d_reader(tmp_path):
+    sizes = (2, 1, 1, 1, 1, 2, 3)
+    images = np.random.default_rng(3).integers(0, 256, (12, 64, 64, 3), np.uint8)
+    path = _write_npz(tmp_path / "mpi3d_toy.npz", images=images)
+    np.testing.assert_array_equal(files.MPI3DFile(path, sizes).images_at([11, 0]),
+                                  images[[11, 0]])
+    with pytest.raises(files.DataFileError, match="images of shape"):
+        files.MPI3DFile(path)
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path):
+    def failing(idx):
+        if idx[0] >= 64:
+            raise RuntimeError("renderer failed")
+        return np.zeros((len(idx), 64, 64, 3), np.uint8)
+
+    sizes = S3D_SIZES
+    with pytest.raises(RuntimeError, match="renderer failed"):
+        files.write_shapes3d_h5(tmp_path / "s.h5", failing, sizes,
+                                np.zeros((288, 6)), chunk=64, progress=False)
+    with pytest.raises(RuntimeError, match="renderer failed"):
+        files.write_dsprites_npz(tmp_path / "d.npz", lambda idx: failing(idx)[..., 0],
+                                 DSP_SIZES, np.zeros((216, 6)), chunk=64, progress=False)
+    assert list(tmp_path.iterdir()) == []
