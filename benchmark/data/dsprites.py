@@ -162,15 +162,13 @@ class DSprites(GroundTruthData):
             raise ValueError(f"dSprites' color factor has one value, found {full_sizes[0]}")
         self.factor_sizes = tuple(int(s) for s in full_sizes[1:])
 
-    def binary_images(self, factors) -> np.ndarray:
-        """uint8 (n, 64, 64) in {0, 1} for factor classes (n, 5)."""
-        factors = as_factor_array(factors, self.factor_sizes)
-        if self._file is not None:
-            return self._file.images_at(self.index_of(factors))
-        return self._renderer.render(factors)
-
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:
-        return self.binary_images(factors)[..., None].astype(np.float32)
+        factors = as_factor_array(factors, self.factor_sizes)
+        if self._file is None:
+            return self._renderer.render(factors)[..., None].astype(np.float32)
+        images = self._file.images_at(self.index_of(factors))[..., None].astype(np.float32)
+        # A grey-level file is the suite's export of a non-binary variant (0..255).
+        return images * np.float32(1.0 / 255.0) if self._file.grey_levels else images
 
     def describe(self) -> dict:
         return {**super().describe(), "source": self.source}
