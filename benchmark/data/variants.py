@@ -26,8 +26,14 @@ DeltaFn = Callable[[np.ndarray], np.ndarray]
 
 
 def reflect(x: np.ndarray) -> np.ndarray:
-    """Folds values in [-1, 2] into [0, 1] (paper 002 appendix B.1); identity on [0, 1]."""
-    return x - 2.0 * np.maximum(x - 1.0, 0.0) + 2.0 * np.maximum(-x, 0.0)
+    """Folds values in [-1, 2] into [0, 1] (paper 002 appendix B.1); identity on [0, 1].
+
+    On [-1, 2], x - 2 relu(x - 1) + 2 relu(-x) is |x| where |x| <= 1 and 2 - |x| above,
+    which is computed here in place on one copy, exactly (bit for bit x on [0, 1]).
+    """
+    out = np.abs(x)
+    np.subtract(2.0, out, out=out, where=out > 1.0)
+    return out
 
 
 class AdditivePerturbation(GroundTruthData):
@@ -75,8 +81,10 @@ class AdditivePerturbation(GroundTruthData):
 
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:
         factors = as_factor_array(factors, self.factor_sizes)
-        clean = self.base.observations_from_factors(factors, rng)
-        return reflect(clean + np.float32(self.eps) * self.delta(factors))
+        perturbed = self.delta(factors)
+        perturbed *= np.float32(self.eps)
+        perturbed += self.base.observations_from_factors(factors, rng)
+        return reflect(perturbed)
 
     def describe(self) -> dict:
         return {**self.base.describe(), "variant": self.variant, "eps": self.eps,
@@ -127,9 +135,11 @@ class NoisyData(AdditivePerturbation):
                 raise ValueError(f"no default noise eps for dataset {base.name!r}; pass eps")
             eps = DEFAULT_EPS[base.name]
         self.seed = int(seed)
-        super().__init__(base, self._noise, eps, variant="noisy",
+        super().__init__(base, self.delta, eps, variant="noisy",
                          metadata={"noise_seed": self.seed})
 
-    def _noise(self, factors: np.ndarray) -> np.ndarray:
+    def delta(self, factors) -> np.ndarray:
+        """The noise float32 (n, *observation_shape), in (-1, 1) by construction."""
+        factors = as_factor_array(factors, self.factor_sizes)
         return uniform_noise_by_index(self.base.index_of(factors), self.observation_shape,
                                       self.seed)
