@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import tempfile
 import zipfile
 from typing import Callable, Sequence
 
@@ -25,6 +24,8 @@ import h5py
 import numpy as np
 from absl import logging
 from tqdm import tqdm
+
+from benchmark.atomic import atomic_path
 
 DATA_DIR_ENV = "DISENTANGLEMENT_LIB_DATA"
 
@@ -247,13 +248,6 @@ class MPI3DFile:
         return self._images[_index_array(indices, self.num_images)]
 
 
-def _temp_path(path: pathlib.Path, suffix: str) -> pathlib.Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
-    return pathlib.Path(tmp)
-
-
 def _chunks(n: int, chunk: int, progress: bool, desc: str):
     return tqdm(range(0, n, chunk), desc=desc, unit="chunk", disable=not progress)
 
@@ -277,13 +271,8 @@ def write_dsprites_npz(path, images_fn: Callable[[np.ndarray], np.ndarray],
               "latents_values": np.asarray(latents_values, dtype=np.float64)}
     if grey_levels:
         arrays["imgs_max"] = np.array(255, dtype=np.int64)
-    tmp = _temp_path(path, ".npz")
-    try:
-        with open(tmp, "wb") as handle:
-            np.savez_compressed(handle, **arrays)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path, ".npz") as tmp, open(tmp, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
 
 
 def write_shapes3d_h5(path, images_fn: Callable[[np.ndarray], np.ndarray],
@@ -295,15 +284,10 @@ def write_shapes3d_h5(path, images_fn: Callable[[np.ndarray], np.ndarray],
     """
     path = pathlib.Path(path)
     n = int(np.prod(factor_sizes))
-    tmp = _temp_path(path, ".h5")
-    try:
-        with h5py.File(tmp, "w") as h5:
-            images = h5.create_dataset("images", shape=(n, 64, 64, 3), dtype=np.uint8,
-                                       chunks=(min(n, 64), 64, 64, 3))
-            h5.create_dataset("labels", data=np.asarray(labels, dtype=np.float64))
-            for begin in _chunks(n, chunk, progress, f"writing {path.name}"):
-                end = min(begin + chunk, n)
-                images[begin:end] = images_fn(np.arange(begin, end))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path, ".h5") as tmp, h5py.File(tmp, "w") as h5:
+        images = h5.create_dataset("images", shape=(n, 64, 64, 3), dtype=np.uint8,
+                                   chunks=(min(n, 64), 64, 64, 3))
+        h5.create_dataset("labels", data=np.asarray(labels, dtype=np.float64))
+        for begin in _chunks(n, chunk, progress, f"writing {path.name}"):
+            end = min(begin + chunk, n)
+            images[begin:end] = images_fn(np.arange(begin, end))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
-import tempfile
 
 import numpy as np
+
+from benchmark.atomic import atomic_path
 
 from benchmark.data.ground_truth import GroundTruthData
 
@@ -67,14 +67,9 @@ def save_preview(data: GroundTruthData, out: str, seed: int = 0, title: str | No
     ax.tick_params(length=0)
     fig.suptitle(title or str(data.describe().get("name")), y=1 - 0.15 / height, fontsize=12)
     out_path = pathlib.Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".png", dir=out_path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, out_path)
+        with atomic_path(out_path, ".png") as tmp:
+            fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
     return out_path

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import pathlib
-import tempfile
 
 import gin
 import numpy as np
 from absl import logging
 
+from benchmark.atomic import atomic_path
 from benchmark.data import files, shapes3d_scene
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 
@@ -106,12 +106,8 @@ class Shapes3DRenderer:
         if self._cache_file is None:
             return
         try:
-            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".shapes3d_geometry.", suffix=".npy",
-                                       dir=self._cache_file.parent)
-            with os.fdopen(fd, "wb") as handle:
+            with atomic_path(self._cache_file, ".npy") as tmp, open(tmp, "wb") as handle:
                 np.save(handle, self._coeffs)
-            os.replace(tmp, self._cache_file)
         except OSError as error:
             logging.warning("could not write the Shapes3D geometry cache %s: %s",
                             self._cache_file, error)

@@ -165,3 +165,14 @@ def test_failed_write_leaves_nothing_behind(tmp_path):
         files.write_dsprites_npz(tmp_path / "d.npz", lambda idx: failing(idx)[..., 0],
                                  DSP_SIZES, np.zeros((216, 6)), chunk=64, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_get_normal_permissions(tmp_path):
+    import os
+    arrays = _dsp_arrays()
+    path = tmp_path / "d.npz"
+    files.write_dsprites_npz(path, lambda idx: arrays["imgs"][idx], DSP_SIZES,
+                             arrays["latents_values"], progress=False)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

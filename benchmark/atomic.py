@@ -1,0 +1,34 @@
+"""Atomic file writes: write to a temporary name in the target directory, then rename.
+
+A reader never sees a half-written file under the final name, and a failed write leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str = ""):
+    """Yields a temporary path next to `path`; renames it to `path` if the block succeeds.
+
+    The finished file gets the permissions a plain `open(path, 'w')` would give it.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
+                                    dir=path.parent)
+    os.close(fd)
+    tmp = pathlib.Path(tmp_name)
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
