@@ -1,0 +1,116 @@
+"""Representations as arrays: sampling (factors, codes) from a dataset, and validating them.
+
+Every metric has two levels (DESIGN.md): `fn(data, representation_fn, rng, **params)`
+samples what it needs through `sample_codes`, and `fn_from_codes(factors, codes, ...)`
+works on arrays. Both levels validate through `check_codes`, so bad input is one clear
+error, never a wrong number.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+RepresentationFn = Callable[[np.ndarray], np.ndarray]
+
+
+class MetricInputError(ValueError):
+    """Codes or factors that no metric can score; the message says what was expected."""
+
+
+def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric"
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (factors int64 (n, k), codes float64 (n, d)).
+
+    Rejects: non-2-D arrays, mismatched row counts, fewer than `min_samples` rows,
+    non-integer factors, NaN/inf codes, and factors that take a single value (a metric
+    cannot tell whether a code captures a constant). Constant code dims are legitimate.
+    """
+    factors = np.asarray(factors)
+    codes = np.asarray(codes)
+    if factors.ndim != 2:
+        raise MetricInputError(f"{metric}: expected factors of shape (n, k), found {factors.shape}")
+    if codes.ndim != 2:
+        raise MetricInputError(f"{metric}: expected codes of shape (n, d), found {codes.shape}")
+    if len(factors) != len(codes):
+        raise MetricInputError(f"{metric}: expected as many factor rows as code rows, found "
+                               f"{len(factors)} and {len(codes)}")
+    if len(codes) < min_samples:
+        raise MetricInputError(f"{metric}: needs at least {min_samples} samples, found "
+                               f"{len(codes)}")
+    if codes.shape[1] == 0 or factors.shape[1] == 0:
+        raise MetricInputError(f"{metric}: expected at least one code dim and one factor, "
+                               f"found codes {codes.shape}, factors {factors.shape}")
+    if factors.dtype.kind not in "iu":
+        if factors.dtype.kind != "f" or not np.all(np.mod(factors, 1) == 0):
+            raise MetricInputError(f"{metric}: expected integer factor classes, found dtype "
+                                   f"{factors.dtype}")
+    if codes.dtype.kind not in "iuf":
+        raise MetricInputError(f"{metric}: expected numeric codes, found dtype {codes.dtype}")
+    codes = codes.astype(np.float64)
+    bad = ~np.isfinite(codes)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise MetricInputError(f"{metric}: codes contain {int(bad.sum())} NaN/inf values "
+                               f"(first at row {row}, dim {col})")
+    factors = factors.astype(np.int64)
+    single = [j for j in range(factors.shape[1]) if np.all(factors[:, j] == factors[0, j])]
+    if single:
+        raise MetricInputError(f"{metric}: factor(s) {single} take a single value in these "
+                               f"{len(factors)} samples; drop constant factors first")
+    return factors, codes
+
+
+def sample_codes(data, representation_fn: RepresentationFn, num_points: int,
+                 rng: np.random.Generator, batch_size: int = 64
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(factors int64 (n, k), codes float64 (n, d)) of `num_points` uniform samples.
+
+    `representation_fn` maps images float32 (b, 64, 64, c) to codes (b, d); its output is
+    checked for shape and finiteness.
+    """
+    factors, codes = [], []
+    remaining = int(num_points)
+    while remaining > 0:
+        size = min(batch_size, remaining)
+        f = data.sample_factors(size, rng)
+        out = np.asarray(representation_fn(data.observations_from_factors(f, rng)))
+        if out.ndim != 2 or len(out) != size:
+            raise MetricInputError(f"representation_fn: expected codes of shape ({size}, d) "
+                                   f"for a batch of {size} images, found {out.shape}")
+        factors.append(f)
+        codes.append(out)
+        remaining -= size
+    return np.concatenate(factors), np.concatenate(codes).astype(np.float64)
+
+
+def histogram_discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:
+    """Each code dim binned into `num_bins` equal-width bins over its range: int (n, d).
+
+    disentanglement_lib's `histogram_discretize`; a constant dim falls into one bin.
+    """
+    out = np.zeros(codes.shape, dtype=np.int64)
+    for j in range(codes.shape[1]):
+        edges = np.histogram_bin_edges(codes[:, j], bins=num_bins)
+        out[:, j] = np.digitize(codes[:, j], edges[:-1])
+    return out
+
+
+def discrete_entropy(labels: np.ndarray) -> float:
+    """Entropy (nats) of a discrete label vector (n,)."""
+    _, counts = np.unique(labels, return_counts=True)
+    p = counts / counts.sum()
+    return float(-np.sum(p * np.log(p)))
+
+
+def discrete_mutual_info(a: np.ndarray, b: np.ndarray) -> float:
+    """Mutual information (nats) between two discrete label vectors (n,)."""
+    _, ai = np.unique(a, return_inverse=True)
+    _, bi = np.unique(b, return_inverse=True)
+    joint = np.zeros((ai.max() + 1, bi.max() + 1))
+    np.add.at(joint, (ai.reshape(-1), bi.reshape(-1)), 1.0)
+    joint /= joint.sum()
+    pa, pb = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log(joint[nz] / (pa @ pb)[nz])))

@@ -1,0 +1,118 @@
+"""DCI: disentanglement, completeness, informativeness (Eastwood & Williams 2018).
+
+Per factor k a classifier predicts v_k from all codes; its feature importances form
+column k of the importance matrix R (d x k).
+  disentanglement = sum_j rho_j (1 - H_K(R_j.)),  rho_j = row share of dim j,
+  completeness    = sum_k w_k (1 - H_D(R_.k)),    w_k = column share of factor k,
+  informativeness = test accuracy (mean over factors),
+with entropies in base K (factors) and D (dims). Classifiers:
+- 'gbt' (disentanglement_lib's default): sklearn GradientBoostingClassifier with default
+  settings, 10000 train / 5000 test points. dlib leaves it unseeded; here the seed comes
+  from `rng`, so the same seed gives the same number.
+- 'random_forest' (QLAE paper 001 appendix C.5): 100 trees, entropy criterion, maximum
+  depth tuned on held-out accuracy over `rf_depths`; importances of the best depth.
+Fits run in parallel over factors (joblib, n_jobs).
+"""
+
+from __future__ import annotations
+
+import gin
+import joblib
+import numpy as np
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+from benchmark.metrics import codes as codes_lib
+
+
+def _entropy_rows(p: np.ndarray, base: int) -> np.ndarray:
+    """Entropy in base `base` of each row of a non-negative matrix (rows normalised)."""
+    total = p.sum(axis=1, keepdims=True)
+    q = np.divide(p, total, out=np.full_like(p, 1.0 / p.shape[1]), where=total > 0)
+    logs = np.log(q, out=np.zeros_like(q), where=q > 0)
+    return -(q * logs).sum(axis=1) / np.log(base)
+
+
+def disentanglement(importance: np.ndarray) -> float:
+    """DCI disentanglement of an importance matrix (d, k), in [0, 1]."""
+    if importance.shape[1] < 2:
+        return 1.0
+    per_code = 1.0 - _entropy_rows(importance, importance.shape[1])
+    total = importance.sum()
+    weights = importance.sum(axis=1) / total if total > 0 else np.full(len(importance),
+                                                                        1.0 / len(importance))
+    return float(np.sum(per_code * weights))
+
+
+def completeness(importance: np.ndarray) -> float:
+    """DCI completeness of an importance matrix (d, k), in [0, 1]."""
+    if importance.shape[0] < 2:
+        return 1.0
+    per_factor = 1.0 - _entropy_rows(importance.T, importance.shape[0])
+    total = importance.sum()
+    weights = importance.sum(axis=0) / total if total > 0 else np.full(importance.shape[1],
+                                                                        1.0 / importance.shape[1])
+    return float(np.sum(per_factor * weights))
+
+
+def _fit_factor(classifier: str, x_train, y_train, x_test, y_test, seed: int,
+                rf_depths) -> tuple[np.ndarray, float, float]:
+    if classifier == "gbt":
+        model = GradientBoostingClassifier(random_state=seed).fit(x_train, y_train)
+    else:
+        # Depth tuned on a validation split of the training points (paper 001 app. C.5).
+        split = int(0.9 * len(x_train))
+        best, best_acc = None, -1.0
+        for depth in rf_depths:
+            candidate = RandomForestClassifier(n_estimators=100, criterion="entropy",
+                                               max_depth=depth, random_state=seed, n_jobs=1)
+            candidate.fit(x_train[:split], y_train[:split])
+            acc = float(np.mean(candidate.predict(x_train[split:]) == y_train[split:]))
+            if acc > best_acc:
+                best, best_acc = depth, acc
+        model = RandomForestClassifier(n_estimators=100, criterion="entropy", max_depth=best,
+                                       random_state=seed, n_jobs=1).fit(x_train, y_train)
+    train_acc = float(np.mean(model.predict(x_train) == y_train))
+    test_acc = float(np.mean(model.predict(x_test) == y_test))
+    return np.abs(model.feature_importances_), train_acc, test_acc
+
+
+def importance_matrix(factors_train, codes_train, factors_test, codes_test,
+                      rng: np.random.Generator, classifier: str = "gbt", n_jobs: int = 2,
+                      rf_depths=(2, 4, 8, 16, None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R (d, k), train accuracy (k,), test accuracy (k,))."""
+    if classifier not in ("gbt", "random_forest"):
+        raise ValueError(f"dci classifier must be 'gbt' or 'random_forest', found {classifier!r}")
+    seeds = rng.integers(0, 2**31 - 1, size=factors_train.shape[1])
+    results = joblib.Parallel(n_jobs=n_jobs)(
+        joblib.delayed(_fit_factor)(classifier, codes_train, factors_train[:, k], codes_test,
+                                    factors_test[:, k], int(seeds[k]), rf_depths)
+        for k in range(factors_train.shape[1]))
+    importance = np.stack([r[0] for r in results], axis=1)
+    return importance, np.array([r[1] for r in results]), np.array([r[2] for r in results])
+
+
+def dci_from_codes(factors_train, codes_train, factors_test, codes_test,
+                   rng: np.random.Generator, classifier: str = "gbt", n_jobs: int = 2
+                   ) -> dict[str, float]:
+    """{'dci_disentanglement', 'dci_completeness', 'dci_informativeness_train/test'}."""
+    factors_train, codes_train = codes_lib.check_codes(factors_train, codes_train, 2, "dci")
+    factors_test, codes_test = codes_lib.check_codes(factors_test, codes_test, 1, "dci")
+    if codes_train.shape[1] != codes_test.shape[1]:
+        raise codes_lib.MetricInputError(f"dci: train and test codes have {codes_train.shape[1]} "
+                                         f"and {codes_test.shape[1]} dims")
+    importance, train_acc, test_acc = importance_matrix(
+        factors_train, codes_train, factors_test, codes_test, rng, classifier, n_jobs)
+    return {"dci_disentanglement": disentanglement(importance),
+            "dci_completeness": completeness(importance),
+            "dci_informativeness_train": float(train_acc.mean()),
+            "dci_informativeness_test": float(test_acc.mean()),
+            "dci_importance_matrix": importance.tolist()}
+
+
+@gin.configurable("dci", denylist=["data", "representation_fn", "rng"])
+def dci(data, representation_fn, rng, num_train: int = 10000, num_test: int = 5000,
+        batch_size: int = 16, classifier: str = "gbt", n_jobs: int = 2) -> dict[str, float]:
+    """DCI on fresh samples (dlib defaults: 10000 train / 5000 test, gradient boosting)."""
+    f_train, c_train = codes_lib.sample_codes(data, representation_fn, num_train, rng, batch_size)
+    f_test, c_test = codes_lib.sample_codes(data, representation_fn, num_test, rng, batch_size)
+    return dci_from_codes(f_train, c_train, f_test, c_test, rng, classifier, n_jobs)
