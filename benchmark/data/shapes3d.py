@@ -24,7 +24,7 @@ from benchmark.data import files, shapes3d_scene
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 
 #: bump when the scene changes, so stale geometry caches are not used
-_SCENE_VERSION = "v1"
+_SCENE_VERSION = "v2"
 
 FILENAME = "3dshapes.h5"
 URL = "https://github.com/deepmind/3dshapes-dataset"
