@@ -27,25 +27,35 @@ def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric"
     non-integer factors, NaN/inf codes, and factors that take a single value (a metric
     cannot tell whether a code captures a constant). Constant code dims are legitimate.
     """
+    codes = check_code_array(codes, min_samples, metric)
     factors = np.asarray(factors)
-    codes = np.asarray(codes)
-    if factors.ndim != 2:
-        raise MetricInputError(f"{metric}: expected factors of shape (n, k), found {factors.shape}")
-    if codes.ndim != 2:
-        raise MetricInputError(f"{metric}: expected codes of shape (n, d), found {codes.shape}")
+    if factors.ndim != 2 or factors.shape[1] == 0:
+        raise MetricInputError(f"{metric}: expected factors of shape (n, k), k >= 1, found "
+                               f"{factors.shape}")
     if len(factors) != len(codes):
         raise MetricInputError(f"{metric}: expected as many factor rows as code rows, found "
                                f"{len(factors)} and {len(codes)}")
-    if len(codes) < min_samples:
-        raise MetricInputError(f"{metric}: needs at least {min_samples} samples, found "
-                               f"{len(codes)}")
-    if codes.shape[1] == 0 or factors.shape[1] == 0:
-        raise MetricInputError(f"{metric}: expected at least one code dim and one factor, "
-                               f"found codes {codes.shape}, factors {factors.shape}")
     if factors.dtype.kind not in "iu":
         if factors.dtype.kind != "f" or not np.all(np.mod(factors, 1) == 0):
             raise MetricInputError(f"{metric}: expected integer factor classes, found dtype "
                                    f"{factors.dtype}")
+    factors = factors.astype(np.int64)
+    single = [j for j in range(factors.shape[1]) if np.all(factors[:, j] == factors[0, j])]
+    if single:
+        raise MetricInputError(f"{metric}: factor(s) {single} take a single value in these "
+                               f"{len(factors)} samples; drop constant factors first")
+    return factors, codes
+
+
+def check_code_array(codes, min_samples: int = 2, metric: str = "metric") -> np.ndarray:
+    """Validated codes float64 (n, d): 2-D, numeric, finite, at least `min_samples` rows."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[1] == 0:
+        raise MetricInputError(f"{metric}: expected codes of shape (n, d), d >= 1, found "
+                               f"{codes.shape}")
+    if len(codes) < min_samples:
+        raise MetricInputError(f"{metric}: needs at least {min_samples} samples, found "
+                               f"{len(codes)}")
     if codes.dtype.kind not in "iuf":
         raise MetricInputError(f"{metric}: expected numeric codes, found dtype {codes.dtype}")
     codes = codes.astype(np.float64)
@@ -54,12 +64,7 @@ def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric"
         row, col = np.argwhere(bad)[0]
         raise MetricInputError(f"{metric}: codes contain {int(bad.sum())} NaN/inf values "
                                f"(first at row {row}, dim {col})")
-    factors = factors.astype(np.int64)
-    single = [j for j in range(factors.shape[1]) if np.all(factors[:, j] == factors[0, j])]
-    if single:
-        raise MetricInputError(f"{metric}: factor(s) {single} take a single value in these "
-                               f"{len(factors)} samples; drop constant factors first")
-    return factors, codes
+    return codes
 
 
 def sample_codes(data, representation_fn: RepresentationFn, num_points: int,
@@ -114,3 +119,28 @@ def discrete_mutual_info(a: np.ndarray, b: np.ndarray) -> float:
     pa, pb = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
     nz = joint > 0
     return float(np.sum(joint[nz] * np.log(joint[nz] / (pa @ pb)[nz])))
+
+
+def fixed_factor_batch_from_data(data, representation_fn: RepresentationFn, factor: int,
+                                 batch_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Codes (batch_size, d) of images sharing one random class of `factor` (dlib style)."""
+    factors = data.sample_factors(batch_size, rng)
+    factors[:, factor] = factors[0, factor]
+    out = np.asarray(representation_fn(data.observations_from_factors(factors, rng)))
+    if out.ndim != 2 or len(out) != batch_size:
+        raise MetricInputError(f"representation_fn: expected codes of shape ({batch_size}, d), "
+                               f"found {out.shape}")
+    return out.astype(np.float64)
+
+
+def fixed_factor_batch_from_codes(factors: np.ndarray, codes: np.ndarray, factor: int,
+                                  batch_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Codes (batch_size, d) of sampled points sharing one class of `factor`.
+
+    The codes-level stand-in for an intervention: with factors drawn independently, the
+    points of a uniform sample that share v_k = c are a sample of the other factors given
+    v_k = c. Drawn with replacement when fewer than `batch_size` points share the class.
+    """
+    anchor = factors[rng.integers(len(factors)), factor]
+    rows = np.flatnonzero(factors[:, factor] == anchor)
+    return codes[rng.choice(rows, size=batch_size, replace=len(rows) < batch_size)]

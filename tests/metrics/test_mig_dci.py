@@ -83,7 +83,7 @@ def test_bad_inputs_are_clear_errors():
     z = np.random.default_rng(0).normal(size=(100, 3))
     with pytest.raises(codes_lib.MetricInputError, match="NaN/inf"):
         mig_from_codes(f, np.where(z > 2, np.nan, z))
-    with pytest.raises(codes_lib.MetricInputError, match=r"shape \(n, d\)"):
+    with pytest.raises(codes_lib.MetricInputError, match=r"shape \(n, d\), d >= 1"):
         mig_from_codes(f, z[:, 0])
     with pytest.raises(codes_lib.MetricInputError, match="as many factor rows"):
         mig_from_codes(f, z[:50])
