@@ -9,6 +9,10 @@ with entropies in base K (factors) and D (dims). Classifiers:
 - 'gbt' (disentanglement_lib's default): sklearn GradientBoostingClassifier with default
   settings, 10000 train / 5000 test points. dlib leaves it unseeded; here the seed comes
   from `rng`, so the same seed gives the same number.
+- 'hist_gbt': sklearn's HistGradientBoostingClassifier (binned, multithreaded; about 10x
+  faster on 40-class factors), importances = total split gain per feature (read from the
+  fitted trees' node records), normalised per factor. Close to, not identical with, dlib's
+  numbers; use it when the exact GBT is too slow.
 - 'random_forest' (QLAE paper 001 appendix C.5): 100 trees, entropy criterion, maximum
   depth tuned on held-out accuracy over `rf_depths`; importances of the best depth.
 Fits run in parallel over factors (joblib, n_jobs).
@@ -19,7 +23,8 @@ from __future__ import annotations
 import gin
 import joblib
 import numpy as np
-from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingClassifier,
+                              RandomForestClassifier)
 
 from benchmark.metrics import codes as codes_lib
 
@@ -54,10 +59,26 @@ def completeness(importance: np.ndarray) -> float:
     return float(np.sum(per_factor * weights))
 
 
+def _split_gains(model: HistGradientBoostingClassifier, num_features: int) -> np.ndarray:
+    """Normalised total split gain per feature of a fitted histogram GBT, (num_features,)."""
+    gains = np.zeros(num_features)
+    for iteration in model._predictors:           # sklearn keeps no feature_importances_
+        for tree in iteration:
+            splits = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
+            np.add.at(gains, splits["feature_idx"], np.maximum(splits["gain"], 0.0))
+    return gains / gains.sum() if gains.sum() > 0 else gains
+
+
 def _fit_factor(classifier: str, x_train, y_train, x_test, y_test, seed: int,
                 rf_depths) -> tuple[np.ndarray, float, float]:
     if classifier == "gbt":
         model = GradientBoostingClassifier(random_state=seed).fit(x_train, y_train)
+    elif classifier == "hist_gbt":
+        model = HistGradientBoostingClassifier(random_state=seed, early_stopping=False)
+        model.fit(x_train, y_train)
+        train_acc = float(np.mean(model.predict(x_train) == y_train))
+        test_acc = float(np.mean(model.predict(x_test) == y_test))
+        return _split_gains(model, x_train.shape[1]), train_acc, test_acc
     else:
         # Depth tuned on a validation split of the training points (paper 001 app. C.5).
         split = int(0.9 * len(x_train))
@@ -80,8 +101,9 @@ def importance_matrix(factors_train, codes_train, factors_test, codes_test,
                       rng: np.random.Generator, classifier: str = "gbt", n_jobs: int = 2,
                       rf_depths=(2, 4, 8, 16, None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(R (d, k), train accuracy (k,), test accuracy (k,))."""
-    if classifier not in ("gbt", "random_forest"):
-        raise ValueError(f"dci classifier must be 'gbt' or 'random_forest', found {classifier!r}")
+    if classifier not in ("gbt", "hist_gbt", "random_forest"):
+        raise ValueError(f"dci classifier must be 'gbt', 'hist_gbt' or 'random_forest', found "
+                         f"{classifier!r}")
     seeds = rng.integers(0, 2**31 - 1, size=factors_train.shape[1])
     results = joblib.Parallel(n_jobs=n_jobs)(
         joblib.delayed(_fit_factor)(classifier, codes_train, factors_train[:, k], codes_test,

@@ -73,3 +73,22 @@ def test_unsupervised_scores():
     assert tc == pytest.approx(-0.5 * np.log(1 - rho ** 2), abs=0.03)
     with pytest.raises(codes_lib.MetricInputError, match="2 non-constant"):
         unsupervised_from_codes(np.c_[independent[:, :1], np.ones((5000, 2))])
+
+
+def test_pooled_and_fresh_dataset_level_scores_agree():
+    from benchmark.data import dsprites
+    from benchmark.metrics.beta_vae import beta_vae_score
+    from benchmark.metrics.factor_vae import factor_vae_score
+    data = dsprites.DSprites(source="procedural")
+    projection = np.random.default_rng(0).normal(size=(64 * 64, 6)) / 64
+
+    def representation(images):
+        return images.reshape(len(images), -1) @ projection
+
+    rng = np.random.default_rng
+    for score, key in ((factor_vae_score, "factor_vae_score"), (beta_vae_score, "beta_vae_score")):
+        pooled = score(data, representation, rng(0), num_train=200, num_eval=200,
+                       pool_size=4000)[key]
+        fresh = score(data, representation, rng(0), num_train=200, num_eval=200,
+                      pool_size=None)[key]
+        assert abs(pooled - fresh) < 0.15, (key, pooled, fresh)

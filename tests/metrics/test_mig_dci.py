@@ -94,3 +94,18 @@ def test_bad_inputs_are_clear_errors():
     constant = z.copy()
     constant[:, 1] = 4.0
     assert np.isfinite(mig_from_codes(f, constant)["mig"])
+
+
+def test_dci_hist_gbt_agrees_with_exact_gbt_on_structure():
+    f = _factors(1200)
+    z = f.astype(float) + np.random.default_rng(2).normal(0, 0.05, f.shape)
+    dup = np.concatenate([z, z[:, :1] + 0.01], axis=1)
+    fast = dci_from_codes(f[:800], dup[:800], f[800:], dup[800:], np.random.default_rng(0),
+                          classifier="hist_gbt")
+    exact = dci_from_codes(f[:800], dup[:800], f[800:], dup[800:], np.random.default_rng(0))
+    assert abs(fast["dci_disentanglement"] - exact["dci_disentanglement"]) < 0.1
+    assert fast["dci_informativeness_test"] > 0.95
+    importance = np.array(fast["dci_importance_matrix"])
+    np.testing.assert_allclose(importance.sum(axis=0), 1.0)
+    with pytest.raises(ValueError, match="'gbt', 'hist_gbt' or 'random_forest'"):
+        dci_from_codes(f[:800], z[:800], f[800:], z[800:], np.random.default_rng(0), "svm")
