@@ -20,7 +20,6 @@ import functools
 
 import gin
 import numpy as np
-from absl import logging
 
 from benchmark.data import files
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
@@ -134,19 +133,12 @@ class DSprites(GroundTruthData):
 
     def __init__(self, source: str = "auto", data_dir: str | None = None,
                  factor_sizes=FULL_FACTOR_SIZES):
-        if source not in ("auto", "procedural", "file"):
-            raise ValueError(f"dsprites source must be 'auto', 'procedural' or 'file', "
-                             f"found {source!r}")
-        path = None if source == "procedural" else files.find_file(FILENAME, SUBDIRS, data_dir)
-        if source == "file" and path is None:
-            raise FileNotFoundError(files.missing_file_message(
-                FILENAME, files.data_dirs(data_dir), URL))
+        path = files.resolve_source(self.name, source, FILENAME, SUBDIRS, data_dir, URL)
         if path is not None:
             self._file = files.DSpritesFile(path, factor_sizes=factor_sizes)
             full_sizes = tuple(factor_sizes)
             self.factor_values = tuple(_values_from_file(self._file.latents_values, full_sizes))[1:]
             self.source = "file"
-            logging.info("dsprites: reading the official file %s", path)
         else:
             if tuple(factor_sizes) != FULL_FACTOR_SIZES:
                 raise ValueError("the procedural dSprites renders the official grid "
@@ -156,8 +148,6 @@ class DSprites(GroundTruthData):
             full_sizes = FULL_FACTOR_SIZES
             self.factor_values = FULL_FACTOR_VALUES[1:]
             self.source = "procedural"
-            logging.info("dsprites: rendering procedurally (no official file%s)",
-                         "" if source == "procedural" else " found")
         if full_sizes[0] != 1:
             raise ValueError(f"dSprites' color factor has one value, found {full_sizes[0]}")
         self.factor_sizes = tuple(int(s) for s in full_sizes[1:])

@@ -62,6 +62,27 @@ def missing_file_message(filename: str, searched: list[pathlib.Path], url: str) 
             f"holding it, download it from {url}, or use source='procedural'.")
 
 
+def resolve_source(dataset: str, source: str, filename: str, subdirs: Sequence[str],
+                   data_dir: str | None, url: str) -> pathlib.Path | None:
+    """The official file to read for `source`, or None to render procedurally.
+
+    source: 'auto' (the file when found), 'procedural', or 'file' (FileNotFoundError
+    saying where it looked and where to get the file when it is missing).
+    """
+    if source not in ("auto", "procedural", "file"):
+        raise ValueError(f"{dataset} source must be 'auto', 'procedural' or 'file', "
+                         f"found {source!r}")
+    path = None if source == "procedural" else find_file(filename, subdirs, data_dir)
+    if source == "file" and path is None:
+        raise FileNotFoundError(missing_file_message(filename, data_dirs(data_dir), url))
+    if path is None:
+        logging.info("%s: rendering procedurally (%s)", dataset,
+                     "as asked" if source == "procedural" else "no official file found")
+    else:
+        logging.info("%s: reading the official file %s", dataset, path)
+    return path
+
+
 def grid_classes(factor_sizes: Sequence[int]) -> np.ndarray:
     """All factor class vectors of the grid in flat-index order: int64 (prod(sizes), k)."""
     sizes = tuple(int(s) for s in factor_sizes)

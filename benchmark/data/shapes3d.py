@@ -158,13 +158,7 @@ class Shapes3D(GroundTruthData):
     def __init__(self, source: str = "auto", data_dir: str | None = None,
                  in_memory: bool = False, supersample: int = 4,
                  factor_sizes=FACTOR_SIZES, label_values=None):
-        if source not in ("auto", "procedural", "file"):
-            raise ValueError(f"shapes3d source must be 'auto', 'procedural' or 'file', "
-                             f"found {source!r}")
-        path = None if source == "procedural" else files.find_file(FILENAME, SUBDIRS, data_dir)
-        if source == "file" and path is None:
-            raise FileNotFoundError(files.missing_file_message(
-                FILENAME, files.data_dirs(data_dir), URL))
+        path = files.resolve_source(self.name, source, FILENAME, SUBDIRS, data_dir, URL)
         if path is not None:
             self._file = files.Shapes3DFile(path, factor_sizes=factor_sizes,
                                             label_values=label_values, in_memory=in_memory)
@@ -172,8 +166,6 @@ class Shapes3D(GroundTruthData):
             self.factor_values = tuple(np.asarray(v, dtype=np.float64) for v in
                                        (label_values or FACTOR_VALUES))
             self.source = "file"
-            logging.info("shapes3d: reading the official file %s (%s)", path,
-                         "in memory" if in_memory else "lazily")
         else:
             if tuple(factor_sizes) != FACTOR_SIZES:
                 raise ValueError("the procedural Shapes3D renders the official grid "
@@ -183,8 +175,6 @@ class Shapes3D(GroundTruthData):
             self.factor_sizes = FACTOR_SIZES
             self.factor_values = FACTOR_VALUES
             self.source = "procedural"
-            logging.info("shapes3d: rendering procedurally (no official file%s)",
-                         "" if source == "procedural" else " found")
 
     @property
     def renderer(self) -> Shapes3DRenderer | None:
