@@ -13,8 +13,10 @@
   cross-entropy of an unpenalised multinomial logistic regression with balanced class
   weights on all active dims; H(s_i | empty) = log K for the balanced problem.
 A random continuous code does not score InfoM = 0: kNN estimates of independent pairs are
-small positive numbers and their max/sum ratio stays well above 1/n_s (see the tests for
-the measured floor); read InfoM beside InfoE and DCI.
+small non-negative numbers (many exactly 0), so their max/sum ratio stays far above 1/n_s.
+Measured on 10,000 samples of independent Gaussian codes: InfoM 0.76 (k=3) / 0.65 (k=10)
+for 10 dims on the dSprites grid, 0.58 / 0.63 for 12 dims on the Shapes3D grid, while InfoE
+is 0.00. Read InfoM beside InfoE and DCI.
 """
 
 from __future__ import annotations
