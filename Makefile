@@ -25,7 +25,7 @@ install-test: $(VENV)/.installed-test
 quickstart: install
 	@for ds in dsprites shapes3d; do for v in original noisy; do \
 	  $(PY) -m benchmark.data preview --dataset=$$ds --variant=$$v \
-	    --out=$(QUICKSTART_OUT)/$$ds-$$v.png --alsologtostderr=false || exit 1; \
+	    --out=$(QUICKSTART_OUT)/$$ds-$$v.png --verbosity=-1 || exit 1; \
 	done; done
 	@echo "Preview sheets are in $(QUICKSTART_OUT)/"
 
