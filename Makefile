@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 QUICKSTART_OUT ?= previews
+export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: quickstart test install install-test clean
 
