@@ -1,0 +1,101 @@
+"""The β-VAE family: one VAE, one overridable regulariser (disentanglement_lib's design).
+
+loss = reconstruction + regularizer(kl, mean, logvar, z, step), averaged over the batch,
+with reconstruction and KL per example summed over pixels / latents. Regularisers:
+- `beta_vae(beta)`: beta * KL (Higgins et al. 2017; beta = 1 is the plain VAE).
+- `annealed_vae(gamma, c_max, iteration_threshold)`: gamma * |KL - C(step)| with capacity
+  C rising linearly from 0 to c_max over iteration_threshold steps (Burgess et al. 2018).
+- `beta_tcvae(beta)`: KL + (beta - 1) * TC, TC by minibatch-weighted sampling
+  (Chen et al. 2018).
+- `dip_vae(lambda_od, lambda_d_factor, kind)`: KL + DIP moment penalty on Cov[mean]
+  (kind 'i') or Cov[z] (kind 'ii'), lambda_d = lambda_d_factor * lambda_od
+  (Kumar et al. 2018).
+Each returns a dict of named terms so the training loop logs them all.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import gin
+import keras
+import tensorflow as tf
+
+from models import losses
+
+Regularizer = Callable[..., dict]
+
+
+@gin.configurable("beta_vae")
+def beta_vae(beta: float = 1.0) -> Regularizer:
+    def regularizer(kl, mean, logvar, z, step):
+        return {"regularizer": beta * kl}
+    return regularizer
+
+
+@gin.configurable("annealed_vae")
+def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
+                 iteration_threshold: int = 100000) -> Regularizer:
+    def regularizer(kl, mean, logvar, z, step):
+        fraction = tf.minimum(tf.cast(step, tf.float32) / float(iteration_threshold), 1.0)
+        capacity = c_max * fraction
+        return {"regularizer": gamma * tf.abs(kl - capacity), "capacity": capacity}
+    return regularizer
+
+
+@gin.configurable("beta_tcvae")
+def beta_tcvae(beta: float = 6.0) -> Regularizer:
+    def regularizer(kl, mean, logvar, z, step):
+        tc = losses.total_correlation_mws(z, mean, logvar)
+        return {"regularizer": kl + (beta - 1.0) * tc, "total_correlation": tc}
+    return regularizer
+
+
+@gin.configurable("dip_vae")
+def dip_vae(lambda_od: float = 10.0, lambda_d_factor: float = 10.0, kind: str = "i"
+            ) -> Regularizer:
+    if kind not in ("i", "ii"):
+        raise ValueError(f"dip_vae.kind must be 'i' or 'ii', found {kind!r}")
+
+    def regularizer(kl, mean, logvar, z, step):
+        penalty = losses.dip_regularizer(losses.dip_covariance(mean, logvar, kind),
+                                         lambda_od, lambda_d_factor * lambda_od)
+        return {"regularizer": kl + penalty, "dip_penalty": penalty}
+    return regularizer
+
+
+class VAE(keras.Model):
+    """Encoder (images -> mean, logvar), reparameterised sample, decoder (z -> logits)."""
+
+    def __init__(self, encoder: keras.Model, decoder: keras.Model, regularizer: Regularizer,
+                 reconstruction_loss=losses.bernoulli_reconstruction, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.decoder = decoder
+        self.regularizer = regularizer
+        self.reconstruction_loss = reconstruction_loss
+
+    def encode(self, images, training: bool = False) -> dict:
+        return self.encoder(images, training=training)
+
+    def decode(self, z, training: bool = False):
+        return self.decoder(z, training=training)
+
+    def representation(self, images):
+        """The code metrics evaluate: the posterior mean, (n, d)."""
+        return self.encode(images)["mean"]
+
+    def call(self, images, training: bool = False):
+        return self.decode(self.encode(images, training)["mean"], training)
+
+    def loss_terms(self, images, step, seed) -> dict:
+        """Named scalar loss terms of one batch; 'loss' is what the optimiser minimises."""
+        codes = self.encode(images, training=True)
+        mean, logvar = codes["mean"], codes["logvar"]
+        noise = tf.random.stateless_normal(tf.shape(mean), seed=seed)
+        z = mean + tf.exp(0.5 * logvar) * noise
+        reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
+        kl = tf.reduce_mean(losses.gaussian_kl(mean, logvar))
+        terms = self.regularizer(kl, mean, logvar, z, step)
+        return {"loss": reconstruction + terms["regularizer"],
+                "reconstruction": reconstruction, "kl": kl, **terms}
