@@ -176,3 +176,22 @@ def test_written_files_get_normal_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_contiguous_h5_is_memory_mapped_and_chunked_h5_falls_back(tmp_path):
+    grid = files.grid_classes(S3D_SIZES)
+    images = np.random.default_rng(4).integers(0, 256, (len(grid), 64, 64, 3), np.uint8)
+    labels = np.stack([S3D_VALUES[j][grid[:, j]] for j in range(6)], 1)
+    contiguous = tmp_path / "c.h5"
+    files.write_shapes3d_h5(contiguous, lambda idx: images[idx], S3D_SIZES, labels,
+                            progress=False)
+    chunked = tmp_path / "k.h5"
+    with h5py.File(chunked, "w") as h5:
+        h5.create_dataset("images", data=images, chunks=(8, 64, 64, 3), compression="gzip")
+        h5["labels"] = labels
+    idx = np.array([5, 287, 5, 0, 100])
+    mapped = files.Shapes3DFile(contiguous, S3D_SIZES, S3D_VALUES)
+    fallback = files.Shapes3DFile(chunked, S3D_SIZES, S3D_VALUES)
+    assert isinstance(mapped._memory, np.memmap) and fallback._memory is None
+    np.testing.assert_array_equal(mapped.images_at(idx), images[idx])
+    np.testing.assert_array_equal(fallback.images_at(idx), images[idx])
