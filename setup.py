@@ -24,6 +24,7 @@ setup(
         "scipy>=1.11",
         "tqdm>=4.66",
         "matplotlib>=3.8",
+        "tensorboard>=2.16",            # tf.summary writers (training curves)
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3.5"],

@@ -1,0 +1,110 @@
+"""The training loop: compiled steps, checkpoints, resume, TensorBoard, progress, NaN stop.
+
+A model trains through `model.train_step(batch, step, seed) -> dict of scalar terms`
+(the model applies its own optimiser updates, so methods with several optimisers, such as
+FactorVAE's discriminator, fit the same loop). The loop:
+- compiles one step with tf.function (optionally XLA);
+- seeds every step statelessly from (seed, step) and reads batch b of a stream that
+  depends only on (seed, b), so a resumed run sees exactly the data and noise an
+  uninterrupted run would have seen;
+- checkpoints model, optimisers and step every `checkpoint_every` steps with
+  tf.train.CheckpointManager (a checkpoint becomes visible only once fully written, so a
+  run killed at any point resumes from the last complete one);
+- stops at the first non-finite loss term with an error naming the step and the term,
+  without checkpointing the bad state;
+- writes every term to TensorBoard and shows a tqdm bar on a terminal, periodic log lines
+  otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import sys
+import time
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from tqdm import tqdm
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss term became NaN or infinite."""
+
+
+def _checkpoint(model, step: tf.Variable) -> tf.train.Checkpoint:
+    optimizers = {f"optimizer_{i}": opt for i, opt in enumerate(model.optimizers_list())}
+    for opt, variables in model.optimizer_variables():
+        opt.build(variables)
+    return tf.train.Checkpoint(model=model, step=step, **optimizers)
+
+
+def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
+          workdir, seed: int, checkpoint_every: int = 1000, log_every: int = 100,
+          jit_compile: bool = False, progress: bool | None = None) -> dict:
+    """Trains `model` to `num_steps`, resuming from `workdir/checkpoints` when present.
+
+    make_stream(start_batch) -> infinite dataset of batches starting at that batch.
+    Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}.
+    """
+    workdir = pathlib.Path(workdir)
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    checkpoint = _checkpoint(model, step)
+    manager = tf.train.CheckpointManager(checkpoint, workdir / "checkpoints", max_to_keep=2)
+    if manager.latest_checkpoint:
+        checkpoint.read(manager.latest_checkpoint).expect_partial()
+        logging.info("resuming from %s at step %d", manager.latest_checkpoint, int(step))
+    resumed_from = int(step)
+    writer = tf.summary.create_file_writer(str(workdir / "tb"))
+
+    @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+    def train_step(batch, step_value):
+        return model.train_step(batch, step_value,
+                                tf.stack([tf.constant(seed, tf.int64), step_value]))
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    bar = tqdm(total=num_steps, initial=resumed_from, disable=not progress, unit="step",
+               dynamic_ncols=True)
+    terms: dict[str, float] = {}
+    start = time.perf_counter()
+    last_log, last_log_step = start, resumed_from
+    iterator = iter(make_stream(resumed_from))
+    while int(step) < num_steps:
+        current = int(step)
+        batch = next(iterator)
+        values = train_step(batch, tf.constant(current, tf.int64))
+        terms = {name: float(value) for name, value in values.items()}
+        bad = [name for name, value in terms.items() if not math.isfinite(value)]
+        if bad:
+            bar.close()
+            raise TrainingDiverged(
+                f"step {current}: loss term '{bad[0]}' is {terms[bad[0]]} (all terms: {terms}); "
+                f"the last good checkpoint is {manager.latest_checkpoint or 'none'}")
+        step.assign(current + 1)
+        bar.update(1)
+        if (current + 1) % log_every == 0 or current + 1 == num_steps:
+            now = time.perf_counter()
+            rate = (current + 1 - last_log_step) * _batch_size(batch) / max(now - last_log, 1e-9)
+            last_log, last_log_step = now, current + 1
+            with writer.as_default(step=current + 1):
+                for name, value in terms.items():
+                    tf.summary.scalar(f"loss/{name}", value)
+                tf.summary.scalar("throughput/images_per_second", rate)
+            bar.set_postfix(loss=f"{terms.get('loss', float('nan')):.2f}", img_s=f"{rate:.0f}")
+            if not progress:
+                logging.info("step %d/%d  %s  %.0f img/s", current + 1, num_steps,
+                             "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
+        if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
+            manager.save(checkpoint_number=current + 1)
+    bar.close()
+    writer.flush()
+    return {"steps": int(step), "resumed_from": resumed_from,
+            "seconds": time.perf_counter() - start, "final_terms": terms}
+
+
+def _batch_size(batch) -> int:
+    first = batch[0] if isinstance(batch, (tuple, list)) else batch
+    return int(np.shape(first)[0])
