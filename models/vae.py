@@ -10,6 +10,8 @@ with reconstruction and KL per example summed over pixels / latents. Regulariser
 - `dip_vae(lambda_od, lambda_d_factor, kind)`: KL + DIP moment penalty on Cov[mean]
   (kind 'i') or Cov[z] (kind 'ii'), lambda_d = lambda_d_factor * lambda_od
   (Kumar et al. 2018).
+- `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` (decodes the mean;
+  its KL is logged but not optimised).
 Each returns a dict of named terms so the training loop logs them all.
 """
 
@@ -30,6 +32,14 @@ Regularizer = Callable[..., dict]
 def beta_vae(beta: float = 1.0) -> Regularizer:
     def regularizer(kl, mean, logvar, z, step):
         return {"regularizer": beta * kl}
+    return regularizer
+
+
+@gin.configurable("ae")
+def ae() -> Regularizer:
+    """No regulariser: with `VAE(sample_latents=False)` this is a plain autoencoder."""
+    def regularizer(kl, mean, logvar, z, step):
+        return {"regularizer": tf.zeros_like(kl)}
     return regularizer
 
 
@@ -76,8 +86,10 @@ class VAE(keras.Model):
 
     def __init__(self, encoder: keras.Model, decoder: keras.Model, regularizer: Regularizer,
                  reconstruction_loss=losses.bernoulli_reconstruction,
-                 optimizer: keras.optimizers.Optimizer | None = None, **kwargs):
+                 optimizer: keras.optimizers.Optimizer | None = None,
+                 sample_latents: bool = True, **kwargs):
         super().__init__(**kwargs)
+        self.sample_latents = sample_latents
         self.encoder = encoder
         self.decoder = decoder
         self.regularizer = regularizer
@@ -117,8 +129,10 @@ class VAE(keras.Model):
         """Named scalar loss terms of one batch; 'loss' is what the optimiser minimises."""
         codes = self.encode(images, training=True)
         mean, logvar = codes["mean"], codes["logvar"]
-        noise = tf.random.stateless_normal(tf.shape(mean), seed=seed)
-        z = mean + tf.exp(0.5 * logvar) * noise
+        if self.sample_latents:
+            z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
+        else:
+            z = mean
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
         kl = tf.reduce_mean(losses.gaussian_kl(mean, logvar))
         terms = self.regularizer(kl, mean, logvar, z, step)

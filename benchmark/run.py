@@ -1,0 +1,138 @@
+"""python -m benchmark.run --gin_file=FILE.gin [--gin_file=...] [--gin_bindings=...] [--output_dir=DIR]
+
+Trains one model on one dataset variant, evaluates it with the metric suite and writes a
+run directory:
+    operative_config.gin   the gin config as it was used
+    checkpoints/, tb/      resumable training state and TensorBoard curves
+    eval_codes.npz         (factors, codes) of the evaluation sample, the format of
+                           `python -m benchmark.metrics evaluate`
+    results.json           written last: a run directory without it is not finished
+Every file is written to a temporary name and renamed. Starting the same command again
+resumes an interrupted run and does nothing for a finished one (unless --overwrite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import sys
+import time
+
+import gin
+import numpy as np
+from absl import app, flags, logging
+
+from benchmark import metrics as metrics_lib
+from benchmark import train as train_lib
+from benchmark.atomic import atomic_path
+from benchmark.data import load_data, pipeline
+from benchmark.metrics import codes as codes_lib
+from models.registry import make_model
+
+SCHEMA_VERSION = 1
+GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
+flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"beta_vae.beta = 8\".")
+flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<model>_<dataset>_"
+                    "<variant>_seed<seed>).")
+flags.DEFINE_boolean("overwrite", False, "Retrain even when the run directory is complete.")
+
+
+@gin.configurable("run")
+def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
+                 metrics=("mig", "dci", "sap", "factor_vae_score", "infomec"),
+                 eval_points: int = 10000, checkpoint_every: int = 1000,
+                 log_every: int = 100, jit_compile: bool = False) -> dict:
+    """Training and evaluation settings (dlib defaults: batch 64, 300k steps)."""
+    return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
+                eval_points=eval_points, checkpoint_every=checkpoint_every,
+                log_every=log_every, jit_compile=jit_compile)
+
+
+def parse_config(gin_files, gin_bindings) -> None:
+    """Parses gin files and bindings; unknown or misspelt bindings fail here, before training."""
+    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+    gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
+                                        finalize_config=False)
+
+
+def batched_representation(model, batch_size: int = 256):
+    def representation(images: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.asarray(model.representation(images[i:i + batch_size]))
+                               for i in range(0, len(images), batch_size)])
+    return representation
+
+
+def write_json(path: pathlib.Path, payload: dict) -> None:
+    with atomic_path(path, ".json") as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+
+
+def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Path:
+    """Trains and evaluates the parsed configuration; returns the run directory."""
+    settings = run_settings()
+    data = load_data()
+    model = make_model(data.observation_shape)
+    described = data.describe()
+    if output_dir is None:
+        output_dir = pathlib.Path("runs") / (f"{model.name}_{described['name']}_"
+                                             f"{described.get('variant', 'original')}_"
+                                             f"seed{settings['seed']}")
+    output_dir = pathlib.Path(output_dir)
+    if (output_dir / "results.json").exists():
+        if not overwrite:
+            logging.info("%s is complete (results.json exists); use --overwrite to retrain",
+                         output_dir)
+            return output_dir
+        shutil.rmtree(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(output_dir / "operative_config.gin", ".gin") as tmp:
+        tmp.write_text(gin.config_str())
+
+    start = time.perf_counter()
+    training = train_lib.train(
+        model, lambda first: pipeline.image_dataset(data, settings["batch_size"],
+                                                    settings["seed"], first),
+        settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
+        settings["log_every"], settings["jit_compile"])
+    representation = batched_representation(model)
+    eval_rng = np.random.default_rng([settings["seed"], 1])
+    factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
+                                            eval_rng, batch_size=256)
+    with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
+        np.savez(f, factors=factors, codes=codes)
+    scores = metrics_lib.evaluate(data, representation, settings["seed"],
+                                  settings["metrics"])
+    results = {"schema_version": SCHEMA_VERSION, "seed": settings["seed"],
+               "model": model.name, "dataset": described, "settings": {
+                   k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+               "steps": training["steps"], "resumed_from": training["resumed_from"],
+               "train_seconds": training["seconds"],
+               "wall_seconds": time.perf_counter() - start,
+               "final_losses": training["final_terms"], "metrics": scores,
+               "gin_config": gin.config_str()}
+    write_json(output_dir / "results.json", results)
+    return output_dir
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    if not FLAGS.gin_file and not FLAGS.gin_bindings:
+        raise app.UsageError("give at least one --gin_file or --gin_bindings")
+    try:
+        parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
+    except (ValueError, KeyError, IOError) as error:
+        print(f"error: invalid gin configuration: {error}", file=sys.stderr)
+        sys.exit(2)
+    out = run(pathlib.Path(FLAGS.output_dir) if FLAGS.output_dir else None, FLAGS.overwrite)
+    print(out / "results.json")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)
