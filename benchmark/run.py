@@ -46,11 +46,29 @@ flags.DEFINE_boolean("overwrite", False, "Retrain even when the run directory is
 def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  metrics=("mig", "dci", "sap", "factor_vae_score", "infomec"),
                  eval_points: int = 10000, checkpoint_every: int = 1000,
-                 log_every: int = 100, jit_compile: bool = False) -> dict:
-    """Training and evaluation settings (dlib defaults: batch 64, 300k steps)."""
+                 log_every: int = 100, jit_compile: bool = False,
+                 pair_rate: float = 6.0) -> dict:
+    """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
+
+    pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
+    PCL; REFERENCE.md).
+    """
     return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
-                log_every=log_every, jit_compile=jit_compile)
+                log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate)
+
+
+def make_stream(model, data, settings: dict, first_batch: int):
+    """The batch stream the model's `input_kind` asks for, starting at `first_batch`."""
+    kind = getattr(model, "input_kind", "images")
+    if kind == "images":
+        return pipeline.image_dataset(data, settings["batch_size"], settings["seed"],
+                                      first_batch)
+    if kind in ("pairs", "pairs_with_negatives"):
+        return pipeline.pair_dataset(data, settings["batch_size"], settings["seed"],
+                                     first_batch, rate=settings["pair_rate"],
+                                     negatives=kind == "pairs_with_negatives")
+    raise ValueError(f"model {model.name!r} asks for unknown input kind {kind!r}")
 
 
 def parse_config(gin_files, gin_bindings) -> None:
@@ -95,8 +113,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
 
     start = time.perf_counter()
     training = train_lib.train(
-        model, lambda first: pipeline.image_dataset(data, settings["batch_size"],
-                                                    settings["seed"], first),
+        model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
         settings["log_every"], settings["jit_compile"])
     representation = batched_representation(model)

@@ -24,6 +24,7 @@ import keras
 import tensorflow as tf
 
 from models import losses
+from models.base import TrainableModel
 
 Regularizer = Callable[..., dict]
 
@@ -74,43 +75,19 @@ def dip_vae(lambda_od: float = 10.0, lambda_d_factor: float = 10.0, kind: str = 
     return regularizer
 
 
-@gin.configurable("adam")
-def dlib_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
-              epsilon: float = 1e-8) -> keras.optimizers.Optimizer:
-    """disentanglement_lib's optimiser (REFERENCE.md, Methods)."""
-    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
-
-
-class VAE(keras.Model):
+class VAE(TrainableModel):
     """Encoder (images -> mean, logvar), reparameterised sample, decoder (z -> logits)."""
 
     def __init__(self, encoder: keras.Model, decoder: keras.Model, regularizer: Regularizer,
                  reconstruction_loss=losses.bernoulli_reconstruction,
                  optimizer: keras.optimizers.Optimizer | None = None,
                  sample_latents: bool = True, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(optimizer, **kwargs)
         self.sample_latents = sample_latents
         self.encoder = encoder
         self.decoder = decoder
         self.regularizer = regularizer
         self.reconstruction_loss = reconstruction_loss
-        self.vae_optimizer = optimizer or dlib_adam()
-
-    def optimizers_list(self) -> list:
-        return [self.vae_optimizer]
-
-    def optimizer_variables(self) -> list:
-        """(optimizer, the variables it updates) pairs, to build them before a restore."""
-        return [(self.vae_optimizer, self.trainable_variables)]
-
-    def train_step(self, images, step, seed) -> dict:
-        """One optimiser update on a batch; returns the named loss terms."""
-        with tf.GradientTape() as tape:
-            terms = self.loss_terms(images, step, seed)
-        variables = self.trainable_variables
-        self.vae_optimizer.apply_gradients(zip(tape.gradient(terms["loss"], variables),
-                                               variables))
-        return terms
 
     def encode(self, images, training: bool = False) -> dict:
         return self.encoder(images, training=training)

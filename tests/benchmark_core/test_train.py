@@ -5,6 +5,7 @@ import tensorflow as tf
 from benchmark import train as train_lib
 from benchmark.data import dsprites, pipeline
 from models import architectures, vae
+from models.base import dlib_adam
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def _model():
     tf.keras.utils.set_random_seed(0)
     return vae.VAE(architectures.conv_encoder((64, 64, 1), 3),
                    architectures.conv_decoder(3, (64, 64, 1)), vae.beta_vae(4.0),
-                   optimizer=vae.dlib_adam(1e-3))
+                   optimizer=dlib_adam(1e-3))
 
 
 class Killed(Exception):
