@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gin
 
-from models import architectures, pcl, slowvae, vae
+from models import architectures, factorvae, pcl, slowvae, vae
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae}
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
-METHODS = tuple(_REGULARIZERS) + ("slowvae", "pcl")
+METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl")
 
 
 @gin.configurable("model", denylist=["observation_shape"])
@@ -33,6 +33,11 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
     if method == "pcl":
         return pcl.PCL(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        name=method)
+    if method == "factor_vae":
+        return factorvae.FactorVAE(make_encoder(tuple(observation_shape),
+                                                num_latents=num_latents),
+                                   make_decoder(num_latents, tuple(observation_shape)),
+                                   name=method)
     if method == "slowvae":
         return slowvae.SlowVAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                                make_decoder(num_latents, tuple(observation_shape)), name=method)
