@@ -102,8 +102,10 @@ def test_dci_hist_gbt_agrees_with_exact_gbt_on_structure():
     dup = np.concatenate([z, z[:, :1] + 0.01], axis=1)
     fast = dci_from_codes(f[:800], dup[:800], f[800:], dup[800:], np.random.default_rng(0),
                           classifier="hist_gbt")
-    exact = dci_from_codes(f[:800], dup[:800], f[800:], dup[800:], np.random.default_rng(0))
+    exact = dci_from_codes(f[:800], dup[:800], f[800:], dup[800:], np.random.default_rng(0),
+                           classifier="gbt")
     assert abs(fast["dci_disentanglement"] - exact["dci_disentanglement"]) < 0.1
+    assert abs(fast["dci_completeness"] - exact["dci_completeness"]) < 0.1
     assert fast["dci_informativeness_test"] > 0.95
     importance = np.array(fast["dci_importance_matrix"])
     np.testing.assert_allclose(importance.sum(axis=0), 1.0)

@@ -16,7 +16,8 @@ def test_sap_perfect_noise_and_hand_computed_gap():
     out = sap_from_codes(f[:1000], z[:1000], f[1000:], z[1000:], "threshold")
     # Perfect code: the best dim is exact, the runner-up at chance (1/K balanced accuracy).
     assert out["sap"] == pytest.approx(np.mean([1 - 1 / 3, 1 - 1 / 5, 1 - 1 / 4]), abs=0.06)
-    assert sap_from_codes(f[:1000], z[:1000], f[1000:], z[1000:])["sap"] > 0.3
+    assert sap_from_codes(f[:1000], z[:1000], f[1000:], z[1000:])["sap"] == out["sap"]
+    assert sap_from_codes(f[:1000], z[:1000], f[1000:], z[1000:], "linear_svm")["sap"] > 0.3
     noise = np.random.default_rng(2).normal(size=f.shape)
     assert sap_from_codes(f[:1000], noise[:1000], f[1000:], noise[1000:])["sap"] < 0.05
     # Gap arithmetic on a known score matrix: binary factor, dim 0 perfect, dim 1 useless.
