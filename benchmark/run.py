@@ -6,6 +6,7 @@ run directory:
     checkpoints/, tb/      resumable training state and TensorBoard curves
     eval_codes.npz         (factors, codes) of the evaluation sample, the format of
                            `python -m benchmark.metrics evaluate`
+    reconstructions.png, traversals.png   (methods with a decoder)
     results.json           written last: a run directory without it is not finished
 Every file is written to a temporary name and renamed. Starting the same command again
 resumes an interrupted run and does nothing for a finished one (unless --overwrite).
@@ -24,11 +25,13 @@ import gin
 import numpy as np
 from absl import app, flags, logging
 
+from benchmark import figures
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path
 from benchmark.data import load_data, pipeline
 from benchmark.metrics import codes as codes_lib
+from benchmark.metrics import health
 from models.registry import make_model
 
 SCHEMA_VERSION = 1
@@ -47,15 +50,22 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  metrics=("mig", "dci", "sap", "factor_vae_score", "infomec"),
                  eval_points: int = 10000, checkpoint_every: int = 1000,
                  log_every: int = 100, jit_compile: bool = False,
-                 pair_rate: float = 6.0) -> dict:
+                 pair_rate: float = 6.0, health_points: int = 1000,
+                 figures: bool = True) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
     PCL; REFERENCE.md).
+    health_points: evaluation images for active units, PSNR and reconstruction loss.
+    figures: write reconstructions.png and traversals.png (methods with a decoder).
     """
+    if int(health_points) < 2 or int(eval_points) < 2:
+        raise ValueError(f"run.eval_points and run.health_points must be >= 2, found "
+                         f"{eval_points} and {health_points}")
     return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
-                log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate)
+                log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
+                health_points=health_points, figures=figures)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -85,6 +95,27 @@ def batched_representation(model, batch_size: int = 256):
     return representation
 
 
+def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 256
+                 ) -> dict:
+    """Active units and the overpruning flag (methods with a posterior log-variance), PSNR
+    and the model's own mean reconstruction loss (methods with a decoder) on `images`."""
+    scores = {}
+    batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
+    encoded = [model.encode(batch) for batch in batches]
+    if "logvar" in encoded[0]:
+        variance = np.exp(np.concatenate([np.asarray(e["logvar"]) for e in encoded]))
+        scores.update(health.active_units(variance, num_factors))
+    if hasattr(model, "decode_images"):
+        codes = [model.representation(batch) for batch in batches]
+        decoded = np.concatenate([np.asarray(model.decode_images(c)) for c in codes])
+        scores["psnr"] = health.psnr(images, decoded.astype(np.float64))
+        if hasattr(model, "reconstruction_loss"):
+            scores["reconstruction_loss"] = float(np.mean(np.concatenate([
+                np.asarray(model.reconstruction_loss(batch, model.decode(c)))
+                for batch, c in zip(batches, codes)])))
+    return scores
+
+
 def write_json(path: pathlib.Path, payload: dict) -> None:
     with atomic_path(path, ".json") as tmp:
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
@@ -111,12 +142,23 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     with atomic_path(output_dir / "operative_config.gin", ".gin") as tmp:
         tmp.write_text(gin.config_str())
 
+    health_rng = np.random.default_rng([settings["seed"], 2])
+    health_images = data.observations_from_factors(
+        data.sample_factors(settings["health_points"], health_rng), health_rng)
+    representation = batched_representation(model)
+    image_summary = None
+    if hasattr(model, "decode_images"):
+        def image_summary():
+            sheet, _ = figures.reconstruction_sheet(
+                health_images[:10], representation,
+                lambda c: np.asarray(model.decode_images(c)))
+            return sheet
+
     start = time.perf_counter()
     training = train_lib.train(
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
-        settings["log_every"], settings["jit_compile"])
-    representation = batched_representation(model)
+        settings["log_every"], settings["jit_compile"], image_summary=image_summary)
     eval_rng = np.random.default_rng([settings["seed"], 1])
     factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
                                             eval_rng, batch_size=256)
@@ -124,6 +166,13 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
         np.savez(f, factors=factors, codes=codes)
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
                                   settings["metrics"])
+    scores["health"] = model_health(model, health_images, data.num_factors)
+    if settings["figures"] and hasattr(model, "decode_images"):
+        figures.write_model_figures(
+            output_dir, health_images, codes, representation,
+            lambda c: np.asarray(model.decode_images(c)),
+            f"{model.name} on {described['name']} ({described.get('variant', 'original')})",
+            scores["health"].get("mean_posterior_variance"))
     results = {"schema_version": SCHEMA_VERSION, "seed": settings["seed"],
                "model": model.name, "dataset": described, "settings": {
                    k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},

@@ -9,6 +9,10 @@
         seconds per metric at its default sample sizes on one 10-dim representation of
         procedural dSprites (a fixed random projection of the pixels), and the total;
         --gin_bindings="dci.classifier = 'hist_gbt'" times the fast DCI.
+
+    python -m benchmark.speed train [--models=beta_vae,pcl] [--dataset=dsprites] [--xla]
+        milliseconds per compiled training step and images/s per model (batch 64,
+        latent dim = number of factors), after 3 warm-up steps.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.da
 flags.DEFINE_list("metrics", ["mig", "dci", "sap", "modularity_explicitness", "infomec",
                                 "factor_vae_score", "beta_vae_score", "unsupervised"],
                   "Metrics to time (benchmark.speed metrics).")
+flags.DEFINE_list("models", [], "Methods to time (benchmark.speed train; default all).")
+flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
+flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
+flags.DEFINE_integer("train_steps", 20, "Timed steps per model (after 3 warm-up steps).")
+flags.DEFINE_boolean("xla", False, "Compile the training step with XLA.")
 flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings for the metrics, e.g. "
                           "\"dci.classifier = 'hist_gbt'\".")
 flags.DEFINE_integer("whole_limit", None, "Render only this many images of the 'whole "
@@ -117,7 +126,36 @@ def speed_metrics() -> None:
     print(f"{'total':24s} {total:7.1f} s")
 
 
-COMMANDS = {"data": speed_data, "metrics": speed_metrics}
+def speed_train() -> None:
+    import tensorflow as tf
+
+    from benchmark.data import get_dataset, pipeline
+    from models.registry import METHODS, make_model
+    data = get_dataset(FLAGS.dataset, "procedural")
+    for method in FLAGS.models or METHODS:
+        model = make_model(data.observation_shape, method=method,
+                           num_latents=data.num_factors)
+        kind = model.input_kind
+        if kind == "images":
+            batch = tf.constant(pipeline.image_batch(data, FLAGS.batch_size, 0, 0))
+        else:
+            batch = tuple(tf.constant(x) for x in pipeline.pair_batch(
+                data, FLAGS.batch_size, 0, 0, negatives=kind == "pairs_with_negatives"))
+        step = tf.function(lambda b, i: model.train_step(b, i, tf.stack(
+            [tf.constant(0, tf.int64), i])), jit_compile=FLAGS.xla)
+        for i in range(3):
+            step(batch, tf.constant(i, tf.int64))
+        start = time.perf_counter()
+        for i in range(FLAGS.train_steps):
+            terms = step(batch, tf.constant(i, tf.int64))
+        float(terms["loss"])
+        seconds = (time.perf_counter() - start) / FLAGS.train_steps
+        images = FLAGS.batch_size * (1 if kind == "images" else 2 if kind == "pairs" else 3)
+        print(f"{method:14s} {FLAGS.batch_size} x {kind:22s} {seconds * 1000:7.1f} ms/step  "
+              f"{images / seconds:7.0f} img/s", flush=True)
+
+
+COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train}
 
 
 def main(argv):

@@ -43,10 +43,13 @@ def _checkpoint(model, step: tf.Variable) -> tf.train.Checkpoint:
 
 def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
           workdir, seed: int, checkpoint_every: int = 1000, log_every: int = 100,
-          jit_compile: bool = False, progress: bool | None = None) -> dict:
+          jit_compile: bool = False, progress: bool | None = None,
+          image_summary: Callable[[], np.ndarray] | None = None) -> dict:
     """Trains `model` to `num_steps`, resuming from `workdir/checkpoints` when present.
 
     make_stream(start_batch) -> infinite dataset of batches starting at that batch.
+    image_summary() -> float image (h, w, 3) in [0, 1] (e.g. reconstructions), written to
+    TensorBoard at every checkpoint.
     Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}.
     """
     workdir = pathlib.Path(workdir)
@@ -99,6 +102,9 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                              "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
         if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
             manager.save(checkpoint_number=current + 1)
+            if image_summary is not None:
+                with writer.as_default(step=current + 1):
+                    tf.summary.image("reconstructions", image_summary()[None])
     bar.close()
     writer.flush()
     return {"steps": int(step), "resumed_from": resumed_from,

@@ -99,6 +99,10 @@ class VAE(TrainableModel):
         """The code metrics evaluate: the posterior mean, (n, d)."""
         return self.encode(images)["mean"]
 
+    def decode_images(self, codes):
+        """Images in [0, 1] (n, 64, 64, c) decoded from representation codes (n, d)."""
+        return tf.sigmoid(self.decode(codes))
+
     def call(self, images, training: bool = False):
         return self.decode(self.encode(images, training)["mean"], training)
 

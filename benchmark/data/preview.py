@@ -21,6 +21,48 @@ def traversal_factors(data: GroundTruthData, base: np.ndarray, factor: int, colu
     return rows
 
 
+def tile_rows(rows, pad: int = 1) -> np.ndarray:
+    """Grid sheet float32 (len(rows) * (h+2pad), columns * (w+2pad), 3) in [0, 1], grey
+    background, from rows of images, each (m, h, w, c) with c in {1, 3} and m <= columns."""
+    columns = max(len(row) for row in rows)
+    height, width = rows[0].shape[1:3]
+    cell_h, cell_w = height + 2 * pad, width + 2 * pad
+    sheet = np.full((len(rows) * cell_h, columns * cell_w, 3), 0.5, dtype=np.float32)
+    for r, row in enumerate(rows):
+        for c, img in enumerate(row):
+            rgb = np.repeat(img, 3, axis=-1) if img.shape[-1] == 1 else img
+            sheet[r * cell_h + pad:(r + 1) * cell_h - pad,
+                  c * cell_w + pad:(c + 1) * cell_w - pad] = rgb
+    return sheet
+
+
+def save_sheet(sheet: np.ndarray, labels: list[str], title: str, out) -> pathlib.Path:
+    """Writes a sheet (from tile_rows) with one label per row and a title to PNG `out`
+    (temp name, then renamed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cell = sheet.shape[0] / len(labels)
+    dpi = 100
+    width = sheet.shape[1] / dpi * 2 + 2.0
+    height = sheet.shape[0] / dpi * 2 + 0.6
+    fig = plt.figure(figsize=(width, height), dpi=dpi)
+    ax = fig.add_axes([2.0 / width, 0.05 / height, 1 - 2.05 / width, 1 - 0.6 / height])
+    ax.imshow(np.clip(sheet, 0.0, 1.0), interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([(i + 0.5) * cell for i in range(len(labels))], labels)
+    ax.tick_params(length=0)
+    fig.suptitle(title, y=1 - 0.15 / height, fontsize=12)
+    out_path = pathlib.Path(out)
+    try:
+        with atomic_path(out_path, ".png") as tmp:
+            fig.savefig(tmp, format="png")
+    finally:
+        plt.close(fig)
+    return out_path
+
+
 def preview_sheet(data: GroundTruthData, rng: np.random.Generator, columns: int = 10,
                   sample_rows: int = 3) -> tuple[np.ndarray, list[str]]:
     """(sheet float32 (rows*66, columns*66, 3) in [0, 1], one label per row).
@@ -37,39 +79,12 @@ def preview_sheet(data: GroundTruthData, rng: np.random.Generator, columns: int 
         tiles.append(data.observations_from_factors(
             traversal_factors(data, base, j, columns), rng))
         labels.append(f"{name} ({data.factor_sizes[j]})")
-    pad = 1
-    cell = data.observation_shape[0] + 2 * pad
-    sheet = np.ones((len(tiles) * cell, columns * cell, 3), dtype=np.float32) * 0.5
-    for r, row in enumerate(tiles):
-        for c, img in enumerate(row):
-            rgb = np.repeat(img, 3, axis=-1) if img.shape[-1] == 1 else img
-            sheet[r * cell + pad:(r + 1) * cell - pad, c * cell + pad:(c + 1) * cell - pad] = rgb
+    sheet = tile_rows(tiles)
     return sheet, labels
 
 
 def save_preview(data: GroundTruthData, out: str, seed: int = 0, title: str | None = None
                  ) -> pathlib.Path:
     """Renders a preview sheet of `data` to PNG `out` (temp name, then renamed)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sheet, labels = preview_sheet(data, np.random.default_rng(seed))
-    cell = sheet.shape[0] / len(labels)
-    dpi = 100
-    width = sheet.shape[1] / dpi * 2 + 2.0
-    height = sheet.shape[0] / dpi * 2 + 0.6
-    fig = plt.figure(figsize=(width, height), dpi=dpi)
-    ax = fig.add_axes([2.0 / width, 0.05 / height, 1 - 2.05 / width, 1 - 0.6 / height])
-    ax.imshow(sheet, interpolation="nearest")
-    ax.set_xticks([])
-    ax.set_yticks([(i + 0.5) * cell for i in range(len(labels))], labels)
-    ax.tick_params(length=0)
-    fig.suptitle(title or str(data.describe().get("name")), y=1 - 0.15 / height, fontsize=12)
-    out_path = pathlib.Path(out)
-    try:
-        with atomic_path(out_path, ".png") as tmp:
-            fig.savefig(tmp, format="png")
-    finally:
-        plt.close(fig)
-    return out_path
+    return save_sheet(sheet, labels, title or str(data.describe().get("name")), out)

@@ -10,6 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["--gin_bindings=run.steps = 4", "--gin_bindings=run.batch_size = 8",
         "--gin_bindings=run.eval_points = 300", "--gin_bindings=run.metrics = ['mig']",
+        "--gin_bindings=run.health_points = 64", "--gin_bindings=run.checkpoint_every = 2",
         "--gin_bindings=model.num_latents = 3", "--gin_bindings=data.source = 'procedural'"]
 
 
@@ -32,6 +33,12 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     assert set(results["final_losses"]) >= {"loss", "reconstruction", "kl"}
     assert (out / "operative_config.gin").read_text().count("beta_vae.beta") == 1
     assert (out / "eval_codes.npz").exists() and list((out / "tb").iterdir())
+    health = results["metrics"]["health"]
+    assert 0 <= health["active_units"] <= 3 and len(health["mean_posterior_variance"]) == 3
+    assert health["overpruned"] == (health["active_units"] < 5)
+    assert health["psnr"] > 0 and health["reconstruction_loss"] > 0
+    for name in ("reconstructions.png", "traversals.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     stamp = (out / "results.json").stat().st_mtime_ns
     again = _run(*args)
     assert again.returncode == 0 and (out / "results.json").stat().st_mtime_ns == stamp
