@@ -33,6 +33,7 @@ from benchmark.data import load_data, pipeline
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.registry import make_model
+import perturbations  # noqa: F401  (registers the artefact loader: data.artefact)
 
 SCHEMA_VERSION = 1
 GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"

@@ -41,6 +41,18 @@ def _checkpoint(model, step: tf.Variable) -> tf.train.Checkpoint:
     return tf.train.Checkpoint(model=model, step=step, **optimizers)
 
 
+def restore_model(model, workdir) -> int:
+    """Loads the latest checkpoint of a run directory's `checkpoints/` into `model` (its
+    weights only); returns the step it was saved at."""
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    latest = tf.train.latest_checkpoint(str(pathlib.Path(workdir) / "checkpoints"))
+    if latest is None:
+        raise FileNotFoundError(f"{workdir}: expected checkpoints/ with a checkpoint, found none")
+    status = tf.train.Checkpoint(model=model, step=step).read(latest)
+    status.assert_existing_objects_matched().expect_partial()
+    return int(step)
+
+
 def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
           workdir, seed: int, checkpoint_every: int = 1000, log_every: int = 100,
           jit_compile: bool = False, progress: bool | None = None,

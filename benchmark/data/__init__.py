@@ -11,7 +11,17 @@ import gin
 from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
-VARIANTS = ("original", "noisy")
+VARIANTS = ("original", "noisy", "modified")
+
+# Artefact variants (perturbations/artefact.py) need the manipulation network, which lives
+# above this layer: `import perturbations` registers their loader here.
+_artefact_loader = None
+
+
+def register_artefact_loader(loader) -> None:
+    """loader(data, directory, eps) -> the variant of `data` an artefact directory defines."""
+    global _artefact_loader
+    _artefact_loader = loader
 
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
@@ -27,21 +37,40 @@ def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
 
 
 def make_variant(data: GroundTruthData, variant: str = "original", eps: float | None = None,
-                 seed: int = 0) -> GroundTruthData:
-    """`data` as the variant 'original' (itself) or 'noisy' (paper 002 sec. 5.2)."""
+                 seed: int = 0, artefact: str | None = None) -> GroundTruthData:
+    """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
+    seed, or from a noise artefact) or 'modified' (from a manipulation artefact written by
+    `python -m perturbations.generate`). eps overrides an artefact's strength."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown dataset variant {variant!r}; expected one of "
+                         f"{', '.join(VARIANTS)}")
     if variant == "original":
+        if artefact is not None or eps is not None:
+            raise ValueError("the 'original' variant takes no artefact or eps; found "
+                             f"artefact={artefact!r}, eps={eps!r}")
         return data
-    if variant == "noisy":
+    if artefact is None:
+        if variant == "modified":
+            raise ValueError("the 'modified' variant needs data.artefact = '<directory of "
+                             "python -m perturbations.generate>'; found none")
         from benchmark.data.variants import NoisyData
         return NoisyData(data, eps=eps, seed=seed)
-    raise ValueError(f"unknown dataset variant {variant!r}; expected one of "
-                     f"{', '.join(VARIANTS)}")
+    if _artefact_loader is None:
+        raise RuntimeError("loading a perturbation artefact needs the perturbations package: "
+                           "`import perturbations` first")
+    loaded = _artefact_loader(data, artefact, eps)
+    if loaded.variant != variant:
+        raise ValueError(f"artefact {artefact} defines the {loaded.variant!r} variant, but "
+                         f"data.variant is {variant!r}")
+    return loaded
 
 
 @gin.configurable("data", allowlist=["name", "variant", "source", "data_dir", "eps",
-                                     "noise_seed"])
+                                     "noise_seed", "artefact"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
-              data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0
-              ) -> GroundTruthData:
-    """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy'."""
-    return make_variant(get_dataset(name, source, data_dir), variant, eps=eps, seed=noise_seed)
+              data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
+              artefact: str | None = None) -> GroundTruthData:
+    """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
+    artefact names a perturbation artefact directory ('modified', or a noise artefact)."""
+    return make_variant(get_dataset(name, source, data_dir), variant, eps=eps, seed=noise_seed,
+                        artefact=artefact)

@@ -23,6 +23,8 @@ flags.DEFINE_float("eps", None, "Noise strength of the noisy variant "
                    "(default: paper 002, 0.1 dSprites / 0.175 Shapes3D).")
 flags.DEFINE_integer("noise_seed", 0, "Seed of the noisy variant's fixed per-image noise.")
 flags.DEFINE_integer("seed", 0, "Seed of the preview's random samples.")
+flags.DEFINE_string("artefact", None, "Perturbation artefact directory (variant 'modified', "
+                    "or a noise artefact for 'noisy').")
 flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export).")
 
 COMMANDS = ("preview", "export")
@@ -34,9 +36,12 @@ def main(argv):
                              f"found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.out:
         raise app.UsageError("--out is required")
+    if FLAGS.artefact:
+        import perturbations  # noqa: F401  (this entry point registers the artefact loader)
     try:
         data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
-                            FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed)
+                            FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
+                            artefact=FLAGS.artefact)
         if argv[1] == "preview":
             title = f"{FLAGS.dataset} ({data.describe()['source']}, {FLAGS.variant})"
             path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)

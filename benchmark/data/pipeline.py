@@ -39,14 +39,30 @@ def pair_batch(data: GroundTruthData, batch_size: int, seed: int, batch_index: i
     return tuple(np.split(images, len(groups)))
 
 
+def factor_image_batch(data: GroundTruthData, batch_size: int, seed: int, batch_index: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(factor classes scaled to [0, 1] float32 (batch_size, k), their images), for networks
+    that take ground-truth factors as input (the manipulation network m(w))."""
+    rng = batch_rng(seed, batch_index)
+    factors = data.sample_factors(batch_size, rng)
+    return (scaled_factors(factors, data.factor_sizes),
+            data.observations_from_factors(factors, rng))
+
+
+def scaled_factors(factors: np.ndarray, factor_sizes) -> np.ndarray:
+    """Factor classes (n, k) as float32 class / (size - 1) in [0, 1] (0 for size-1 factors)."""
+    spans = np.maximum(np.asarray(factor_sizes, dtype=np.float32) - 1.0, 1.0)
+    return np.asarray(factors, dtype=np.float32) / spans
+
+
 def _batched_stream(render, num_outputs: int, data: GroundTruthData, batch_size: int,
-                    start_batch: int, prefetch: int) -> tf.data.Dataset:
-    shape = (batch_size,) + tuple(data.observation_shape)
+                    start_batch: int, prefetch: int, shapes=None) -> tf.data.Dataset:
+    shapes = shapes or [(batch_size,) + tuple(data.observation_shape)] * num_outputs
 
     def render_tf(batch_index):
         outputs = tf.numpy_function(lambda b: render(int(b)), [batch_index],
                                     [tf.float32] * num_outputs, stateful=False)
-        for out in outputs:
+        for out, shape in zip(outputs, shapes):
             out.set_shape(shape)
         return outputs[0] if num_outputs == 1 else tuple(outputs)
 
@@ -74,3 +90,11 @@ def pair_dataset(data: GroundTruthData, batch_size: int = 64, seed: int = 0,
     return _batched_stream(
         lambda b: list(pair_batch(data, batch_size, seed, b, rate, negatives)), num_outputs,
         data, batch_size, start_batch, prefetch)
+
+
+def factor_image_dataset(data: GroundTruthData, batch_size: int = 64, seed: int = 0,
+                         start_batch: int = 0, prefetch: int = 4) -> tf.data.Dataset:
+    """Infinite dataset of `factor_image_batch` pairs (scaled factors, images)."""
+    shapes = [(batch_size, data.num_factors), (batch_size,) + tuple(data.observation_shape)]
+    return _batched_stream(lambda b: list(factor_image_batch(data, batch_size, seed, b)), 2,
+                           data, batch_size, start_batch, prefetch, shapes)

@@ -1,0 +1,239 @@
+"""python -m perturbations.generate --gin_file=gin_configs/perturbations/dsprites.gin
+[--gin_bindings=...] [--export=FILE]
+
+Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
+1. reference beta-VAEs: restarts trained with the runner (or finished run directories
+   reused), ranked by MIG; entangled = min MIG, disentangled = max MIG (k + k ensembles);
+2. the manipulation game of perturbations/manipulation.py, trained by the suite's training
+   loop (checkpoints, resume after any kill, TensorBoard, progress, NaN stop);
+3. the artefact (m(w) weights + metadata.json) in `generation.output_dir`, which
+   `data.variant = 'modified'; data.artefact = DIR` loads as a dataset variant, one more
+   artefact per strength of `generation.eps_sweep`, and `--export` in the official format;
+4. evidence in the artefact directory: figure.png (original, manipulation, modified; paper
+   002 Fig. 4), evidence.json (pixel statistics, references' MIG on original vs modified).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import sys
+
+import gin
+import numpy as np
+from absl import app, flags, logging
+
+from benchmark import metrics as metrics_lib
+from benchmark import train as train_lib
+from benchmark.atomic import atomic_path
+from benchmark.metrics import mig
+from benchmark.data import export, get_dataset, pipeline
+from benchmark.data.preview import save_sheet, tile_rows
+from benchmark.data.variants import DEFAULT_EPS
+from perturbations import artefact, manipulation, references
+
+GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
+flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"generation.steps = 100\".")
+flags.DEFINE_string("export", None, "Also write the modified dataset in the official file "
+                    "format to this path (.npz for dSprites, .h5 for Shapes3D).")
+
+
+@gin.configurable("generation")
+def generation_settings(dataset: str = "dsprites", source: str = "auto",
+                        eps: float | None = None,
+                        reference_gin_files=("papers/zietlow2021/beta_vae_dsprites.gin",),
+                        reference_bindings=(), reference_seeds=(0, 1, 2, 3),
+                        reference_runs=(), ensemble_size: int = 1, steps: int = 5000,
+                        batch_size: int = 64, latent_samples: int = 5, seed: int = 0,
+                        work_dir: str = "runs/perturbations/dsprites",
+                        output_dir: str = "results/perturbations/dsprites_modified",
+                        eps_sweep=(), checkpoint_every: int = 200, log_every: int = 50,
+                        evidence_points: int = 10000) -> dict:
+    """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
+
+    eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
+    reference_seeds: restarts trained by the runner into work_dir/references/seed<S>, with
+      reference_gin_files + reference_bindings; reference_runs: finished run directories
+      used as well (give reference_seeds=() to use only those).
+    ensemble_size: k entangled + k disentangled references (1 dSprites, 4 Shapes3D).
+    steps: updates of m; each also makes 3 decoder updates; batch_size images per update.
+    latent_samples: latent samples per image in the decoder losses (5, appendix B.1).
+    eps_sweep: further strengths written as artefacts <output_dir>_eps<E> (same m(w)).
+    evidence_points: samples of the MIG evaluation on original vs modified data.
+    """
+    if eps is None:
+        if dataset not in DEFAULT_EPS:
+            raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
+        eps = DEFAULT_EPS[dataset]
+    for name, value in (("steps", steps), ("batch_size", batch_size),
+                        ("ensemble_size", ensemble_size), ("latent_samples", latent_samples)):
+        if int(value) < 1:
+            raise ValueError(f"generation.{name} must be >= 1, found {value}")
+    for value in (eps, *eps_sweep):
+        if not 0.0 < float(value) <= 1.0:
+            raise ValueError(f"generation eps values must be in (0, 1], found {value}")
+    return dict(dataset=dataset, source=source, eps=float(eps),
+                reference_gin_files=list(reference_gin_files),
+                reference_bindings=list(reference_bindings),
+                reference_seeds=[int(s) for s in reference_seeds],
+                reference_runs=[str(r) for r in reference_runs],
+                ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
+                latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
+                output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
+                checkpoint_every=int(checkpoint_every), log_every=int(log_every),
+                evidence_points=int(evidence_points))
+
+
+def gather_references(settings: dict) -> list[dict]:
+    """Trains the missing restarts (runner; finished ones are skipped) and reads them all."""
+    runs = list(settings["reference_runs"])
+    bindings = [*settings["reference_bindings"], f"data.name = '{settings['dataset']}'",
+                f"data.source = '{settings['source']}'"]
+    for seed in settings["reference_seeds"]:
+        run_dir = pathlib.Path(settings["work_dir"]) / "references" / f"seed{seed}"
+        logging.info("reference restart seed %d -> %s", seed, run_dir)
+        runs.append(str(references.train_reference(settings["reference_gin_files"], bindings,
+                                                   seed, run_dir)))
+    found = [references.read_reference(r) for r in runs]
+    for ref in found:
+        if ref["dataset"].get("name") != settings["dataset"] or ref["dataset"].get(
+                "variant", "original") != "original":
+            raise references.ReferenceError(
+                f"reference {ref['run_dir']}: expected a run on original "
+                f"{settings['dataset']}, found {ref['dataset']}")
+    return found
+
+
+def figure_sheet(data, network, eps: float, rng: np.random.Generator, rows: int = 6):
+    """Paper 002 Fig. 4: per factor setting, original | manipulation (m in [-1, 1] shown
+    in [0, 1]) | modified."""
+    factors = data.sample_factors(rows, rng)
+    originals = data.observations_from_factors(factors, rng)
+    delta = manipulation.manipulation_delta_fn(network, data.factor_sizes)(factors)
+    modified = np.asarray(manipulation.reflect(originals + eps * delta))
+    columns = [originals, (delta + 1.0) / 2.0, modified]
+    sheet = tile_rows([np.stack([c[i] for c in columns]) for i in range(rows)])
+    labels = [" ".join(f"{n[:5]}={v}" for n, v in zip(data.factor_names, f)) for f in factors]
+    return sheet, labels
+
+
+def pixel_statistics(data, network, eps: float, rng: np.random.Generator, n: int = 2000
+                     ) -> dict:
+    """How large the manipulation is: |x' - x| and m(w) over n random images."""
+    factors = data.sample_factors(n, rng)
+    originals = data.observations_from_factors(factors, rng)
+    delta = manipulation.manipulation_delta_fn(network, data.factor_sizes)(factors)
+    change = np.abs(np.asarray(manipulation.reflect(originals + eps * delta)) - originals)
+    return {"images": n, "eps": eps, "mean_abs_change": float(change.mean()),
+            "max_abs_change": float(change.max()),
+            "fraction_pixels_changed_over_eps_half": float(np.mean(change > eps / 2)),
+            "manipulation_mean": float(delta.mean()), "manipulation_std": float(delta.std()),
+            "manipulation_abs_mean": float(np.abs(delta).mean()),
+            "distinct_manipulations_std_across_images": float(delta.std(axis=0).mean())}
+
+
+def reference_migs(original, modified, encoders: dict, seed: int, points: int) -> dict:
+    """MIG of each reference encoder's mean on original and modified data (same seed)."""
+    out = {}
+    for name, encoder in encoders.items():
+        def representation(images, encoder=encoder):
+            return np.concatenate([np.asarray(encoder(images[i:i + 256])["mean"])
+                                   for i in range(0, len(images), 256)])
+        out[name] = {variant: mig.mig(data, representation, metrics_lib.metric_rng(seed, "mig"),
+                                      num_train=points)["mig"]
+                     for variant, data in (("original", original), ("modified", modified))}
+    return out
+
+
+def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
+    """Runs the whole generation; returns the artefact directory."""
+    data = get_dataset(settings["dataset"], settings["source"])
+    found = gather_references(settings)
+    entangled, disentangled = references.choose(found, settings["ensemble_size"])
+    for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
+        logging.info("%s: %s", side, ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
+                                                for r in chosen))
+    loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
+              for r in entangled + disentangled}
+    network = manipulation.manipulation_network(data.num_factors, data.observation_shape)
+    game = manipulation.ManipulationGame(
+        network, [loaded[r["run_dir"]] for r in entangled],
+        [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
+        settings["latent_samples"])
+    work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
+    training = train_lib.train(
+        game, lambda first: pipeline.factor_image_dataset(
+            data, 4 * settings["batch_size"], settings["seed"], first),
+        settings["steps"], work_dir, settings["seed"], settings["checkpoint_every"],
+        settings["log_every"])
+
+    out = pathlib.Path(settings["output_dir"])
+    describe = lambda r: {"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"],  # noqa: E731
+                          "dims_by_posterior_variance": references.dims_by_variance(r)}
+    metadata = {"dataset": data.name, "source": data.describe().get("source"),
+                "factor_names": list(data.factor_names),
+                "factor_sizes": [int(s) for s in data.factor_sizes],
+                "observation_shape": list(data.observation_shape), "eps": settings["eps"],
+                "references": {"entangled": [describe(r) for r in entangled],
+                               "disentangled": [describe(r) for r in disentangled],
+                               "all_migs": {r["run_dir"]: r["mig"] for r in found}},
+                "training": {"steps": training["steps"], "seed": settings["seed"],
+                             "batch_size": settings["batch_size"],
+                             "latent_samples": settings["latent_samples"],
+                             "final_terms": training["final_terms"],
+                             "seconds": training["seconds"]}}
+    artefact.save_manipulation(out, network, metadata)
+    modified = artefact.load_variant(data, out)
+    sheet, labels = figure_sheet(data, network, settings["eps"],
+                                 np.random.default_rng([settings["seed"], 7]))
+    save_sheet(sheet, labels, f"{data.name}: original | manipulation m(w) | modified "
+               f"(eps {settings['eps']})", out / "figure.png")
+    encoders = {f"{side}:{r['run_dir']}": loaded[r["run_dir"]][0]
+                for side, chosen in (("entangled", entangled), ("disentangled", disentangled))
+                for r in chosen}
+    evidence = {"pixel_statistics": pixel_statistics(
+                    data, network, settings["eps"], np.random.default_rng([settings["seed"], 8])),
+                "reference_mig": reference_migs(data, modified, encoders, settings["seed"],
+                                                settings["evidence_points"])}
+    with atomic_path(out / "evidence.json", ".json") as tmp:
+        tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    for eps in settings["eps_sweep"]:
+        swept = out.parent / f"{out.name}_eps{eps:g}"
+        swept.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / artefact.WEIGHTS, swept / artefact.WEIGHTS)
+        artefact.write_metadata(swept, {**{k: v for k, v in artefact.read_metadata(out).items()
+                                           if k not in ("schema_version", "suite_version")},
+                                        "eps": eps, "swept_from": str(out)})
+    if export_path:
+        export.export_official(modified, export_path)
+    return out
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+    try:
+        gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_bindings,
+                                            finalize_config=False)
+        settings = generation_settings()
+    except (ValueError, KeyError, IOError) as error:
+        print(f"error: invalid generation configuration: {error}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        out = generate(settings, FLAGS.export)
+    except (references.ReferenceError, artefact.ArtefactError, train_lib.TrainingDiverged,
+            FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
+    print(out)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)

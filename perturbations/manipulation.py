@@ -1,0 +1,165 @@
+"""The manipulation network m(w) of paper 002 (Zietlow et al. 2021) and the game that trains it.
+
+Network (appendix B.1): disentanglement_lib's deconvolutional decoder whose input MLP is
+extended by a single-neuron hidden layer, input = ground-truth factors w, output bounded
+by tanh so ||m(w)||_inf <= 1 (sec. 4.4); x' = reflect(x + eps m(w)).
+Choices where the paper is silent (also in the README):
+- w enters as factor classes scaled to [0, 1] (class / (size - 1)), so every factor has
+  the same range whatever its number of values;
+- the single neuron is linear (a ReLU neuron could die and leave m constant); the rest of
+  the decoder is dlib's (ReLU), its output layer followed by tanh.
+
+Training (sec. 4.4, appendix B.1): the encoders of the entangled and disentangled
+reference beta-VAEs are frozen and fed the *original* image x; each reference decoder
+(initialised from its model) minimises its own Bernoulli reconstruction loss of the
+*modified* image x' from 5 latent samples per image; m minimises
+    L_rec^ent(x') - L_rec^dis(x')
+(averaged over the models of each side, so an ensemble of 4 + 4 weighs both sides alike).
+Decoders get 3x more batches than m: each step of `ManipulationGame.train_step` takes a
+batch of 4n images, makes 3 decoder updates on its first three quarters and one update of
+m on the last. Both optimisers are Adam(lr 1e-4, 0.9, 0.999, eps 1e-7) (appendix B.1).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from models import losses
+from models.architectures import conv_decoder
+
+
+def manipulation_network(num_factors: int, output_shape=(64, 64, 1)) -> keras.Model:
+    """m: scaled factors float32 (n, k) in [0, 1] -> perturbation (n, 64, 64, c) in [-1, 1]."""
+    factors = keras.Input(shape=(num_factors,))
+    scalar = keras.layers.Dense(1, name="single_neuron")(factors)
+    logits = conv_decoder(num_latents=1, output_shape=tuple(output_shape),
+                          name="manipulation_decoder")(scalar)
+    return keras.Model(factors, keras.layers.Activation("tanh")(logits), name="manipulation")
+
+
+def reflect(x):
+    """x - 2 relu(x - 1) + 2 relu(-x) (appendix B.1): identity on [0, 1], differentiable."""
+    return x - 2.0 * tf.nn.relu(x - 1.0) + 2.0 * tf.nn.relu(-x)
+
+
+def paper_adam() -> keras.optimizers.Optimizer:
+    """Adam of appendix B.1: lr 1e-4, beta1 0.9, beta2 0.999, epsilon 1e-7."""
+    return keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.999, epsilon=1e-7)
+
+
+class ManipulationGame(keras.Model):
+    """m(w) against frozen reference encoders and trainable copies of their decoders.
+
+    Args:
+      manipulation: the network m (see `manipulation_network`).
+      entangled, disentangled: lists of (encoder, decoder) pairs of the reference models;
+        encoders map images to {'mean', 'logvar'}, decoders latents to pixel logits.
+        Encoders are frozen here; decoders are trained.
+      eps: manipulation strength (0.1 dSprites, 0.175 Shapes3D; sec. 5.2).
+      latent_samples: latent samples per image in the decoder losses (5 in appendix B.1).
+    Batches are (scaled factors (4n, k), original images (4n, 64, 64, c)).
+    """
+
+    input_kind = "factors_and_images"
+
+    def __init__(self, manipulation, entangled, disentangled, eps: float,
+                 latent_samples: int = 5, **kwargs):
+        super().__init__(**kwargs)
+        if not entangled or not disentangled:
+            raise ValueError("the manipulation game needs at least one entangled and one "
+                             f"disentangled reference, found {len(entangled)} and "
+                             f"{len(disentangled)}")
+        if not 0.0 < float(eps) <= 1.0:
+            raise ValueError(f"manipulation eps must be in (0, 1], found {eps}")
+        if int(latent_samples) < 1:
+            raise ValueError(f"latent_samples must be >= 1, found {latent_samples}")
+        self.manipulation = manipulation
+        self.eps = float(eps)
+        self.latent_samples = int(latent_samples)
+        self.entangled_encoders = [e for e, _ in entangled]
+        self.entangled_decoders = [d for _, d in entangled]
+        self.disentangled_encoders = [e for e, _ in disentangled]
+        self.disentangled_decoders = [d for _, d in disentangled]
+        for encoder in self.entangled_encoders + self.disentangled_encoders:
+            encoder.trainable = False
+        self.manipulation_optimizer = paper_adam()
+        self.decoder_optimizer = paper_adam()
+
+    def _decoder_variables(self) -> list:
+        return [v for d in self.entangled_decoders + self.disentangled_decoders
+                for v in d.trainable_variables]
+
+    def optimizers_list(self) -> list:
+        return [self.manipulation_optimizer, self.decoder_optimizer]
+
+    def optimizer_variables(self) -> list:
+        return [(self.manipulation_optimizer, self.manipulation.trainable_variables),
+                (self.decoder_optimizer, self._decoder_variables())]
+
+    def modify(self, factors, images):
+        """x' = reflect(x + eps m(w)), (n, 64, 64, c) in [0, 1]."""
+        return reflect(images + self.eps * self.manipulation(factors, training=True))
+
+    def _reconstruction(self, encoder, decoder, images, modified, seed):
+        """Mean Bernoulli loss of `modified` decoded from latent samples of encoder(images)."""
+        codes = encoder(images, training=False)
+        mean = tf.repeat(codes["mean"], self.latent_samples, axis=0)
+        logvar = tf.repeat(codes["logvar"], self.latent_samples, axis=0)
+        z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
+        targets = tf.repeat(modified, self.latent_samples, axis=0)
+        return tf.reduce_mean(losses.bernoulli_reconstruction(targets,
+                                                              decoder(z, training=True)))
+
+    def side_losses(self, factors, images, seed, stop_manipulation: bool):
+        """(mean entangled loss, mean disentangled loss, list of per-decoder losses)."""
+        modified = self.modify(factors, images)
+        if stop_manipulation:
+            modified = tf.stop_gradient(modified)
+        pairs = ([(e, d) for e, d in zip(self.entangled_encoders, self.entangled_decoders)]
+                 + [(e, d) for e, d in zip(self.disentangled_encoders,
+                                           self.disentangled_decoders)])
+        seeds = tf.random.experimental.stateless_split(seed, len(pairs))
+        each = [self._reconstruction(e, d, images, modified, seeds[i])
+                for i, (e, d) in enumerate(pairs)]
+        n_ent = len(self.entangled_encoders)
+        return tf.add_n(each[:n_ent]) / n_ent, tf.add_n(each[n_ent:]) / (len(each) - n_ent), each
+
+    def train_step(self, batch, step, seed) -> dict:
+        """3 decoder updates, then one update of m; returns the named terms."""
+        factors, images = batch
+        factor_chunks = tf.split(factors, 4)
+        image_chunks = tf.split(images, 4)
+        seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4)
+        decoder_variables = self._decoder_variables()
+        for i in range(3):
+            with tf.GradientTape() as tape:
+                _, _, each = self.side_losses(factor_chunks[i], image_chunks[i], seeds[i], True)
+                decoder_loss = tf.add_n(each)
+            self.decoder_optimizer.apply_gradients(
+                zip(tape.gradient(decoder_loss, decoder_variables), decoder_variables))
+        m_variables = self.manipulation.trainable_variables
+        with tf.GradientTape() as tape:
+            entangled, disentangled, _ = self.side_losses(factor_chunks[3], image_chunks[3],
+                                                          seeds[3], False)
+            loss = entangled - disentangled
+        self.manipulation_optimizer.apply_gradients(
+            zip(tape.gradient(loss, m_variables), m_variables))
+        return {"loss": loss, "reconstruction_entangled": entangled,
+                "reconstruction_disentangled": disentangled}
+
+
+def manipulation_delta_fn(manipulation: keras.Model, factor_sizes, batch_size: int = 512):
+    """delta_fn for `AdditivePerturbation`: factor classes int (n, k) -> m(w) float32
+    (n, 64, 64, c) in [-1, 1], deterministic (inference mode, no randomness)."""
+    from benchmark.data.pipeline import scaled_factors
+
+    def delta(factors: np.ndarray) -> np.ndarray:
+        scaled = scaled_factors(factors, factor_sizes)
+        if len(scaled) == 0:
+            return np.zeros((0,) + tuple(manipulation.output_shape[1:]), np.float32)
+        return np.concatenate([np.asarray(manipulation(scaled[i:i + batch_size],
+                                                       training=False))
+                               for i in range(0, len(scaled), batch_size)]).astype(np.float32)
+    return delta

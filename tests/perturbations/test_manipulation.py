@@ -1,0 +1,152 @@
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import perturbations  # noqa: F401  (registers the artefact loader)
+from benchmark import train as train_lib
+from benchmark.data import dsprites, export, load_data, make_variant, pipeline
+from benchmark.data.variants import NoisyData, reflect as reflect_np
+from models.architectures import conv_decoder, conv_encoder
+from perturbations import artefact, manipulation
+from perturbations.noise import write_noise_artefact
+from tests.data.test_export_and_cli import SMALL_DSPRITES, _small_dsprites
+
+
+def test_reflection_identity_inside_and_lands_in_unit_interval():
+    inside = np.linspace(0, 1, 1001, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(manipulation.reflect(inside)), inside)
+    outside = np.random.default_rng(0).uniform(-1, 2, 10000).astype(np.float32)
+    folded = np.asarray(manipulation.reflect(outside))
+    assert folded.min() >= 0.0 and folded.max() <= 1.0
+    np.testing.assert_allclose(folded, reflect_np(outside), atol=1e-6)
+
+
+def test_manipulation_is_bounded_and_a_function_of_the_factors():
+    network = manipulation.manipulation_network(5, (64, 64, 1))
+    extreme = np.random.default_rng(0).normal(0, 50, (8, 5)).astype(np.float32)
+    assert np.abs(np.asarray(network(extreme))).max() <= 1.0
+    assert network.get_layer("single_neuron").units == 1
+    delta = manipulation.manipulation_delta_fn(network, (3, 6, 40, 32, 32))
+    factors = np.array([[1, 2, 3, 4, 5], [0, 5, 39, 31, 0], [1, 2, 3, 4, 5]])
+    out = delta(factors)
+    assert out.shape == (3, 64, 64, 1) and out.dtype == np.float32
+    np.testing.assert_array_equal(out[0], out[2])
+    assert not np.array_equal(out[0], out[1])
+
+
+def _game(seed=0, eps=0.1):
+    keras_seed = tf.keras.utils.set_random_seed
+    keras_seed(seed)
+    pairs = [(conv_encoder((64, 64, 1), 3, name=f"e{i}"), conv_decoder(3, (64, 64, 1),
+                                                                     name=f"d{i}"))
+             for i in range(2)]
+    return manipulation.ManipulationGame(manipulation.manipulation_network(5), pairs[:1],
+                                         pairs[1:], eps, latent_samples=2)
+
+
+def _stream(first):
+    data = dsprites.DSprites(source="procedural")
+    return pipeline.factor_image_dataset(data, 8, 0, first)
+
+
+def test_game_step_trains_decoders_and_m_but_never_the_encoders():
+    game = _game()
+    encoder = [w.numpy().copy() for w in game.entangled_encoders[0].weights]
+    decoder = [w.numpy().copy() for w in game.disentangled_decoders[0].weights]
+    m = [w.numpy().copy() for w in game.manipulation.weights]
+    terms = game.train_step(next(iter(_stream(0))), tf.constant(0, tf.int64),
+                            tf.constant([0, 0], tf.int64))
+    assert all(np.isfinite(float(v)) for v in terms.values())
+    assert float(terms["loss"]) == pytest.approx(float(terms["reconstruction_entangled"])
+                                                 - float(terms["reconstruction_disentangled"]),
+                                                 rel=1e-5)
+    assert all(np.array_equal(a, w.numpy())
+               for a, w in zip(encoder, game.entangled_encoders[0].weights))
+    assert not all(np.array_equal(a, w.numpy())
+                   for a, w in zip(decoder, game.disentangled_decoders[0].weights))
+    assert not all(np.array_equal(a, w.numpy()) for a, w in zip(m, game.manipulation.weights))
+
+
+def test_killed_generation_resumes_to_the_uninterrupted_result(tmp_path):
+    straight = _game()
+    train_lib.train(straight, _stream, 4, tmp_path / "straight", 0, checkpoint_every=2,
+                    progress=False)
+    first = _game()
+    train_lib.train(first, _stream, 2, tmp_path / "resumed", 0, checkpoint_every=2,
+                    progress=False)
+    second = _game(seed=5)            # a fresh process: other initial weights, then restored
+    out = train_lib.train(second, _stream, 4, tmp_path / "resumed", 0, checkpoint_every=2,
+                          progress=False)
+    assert out["resumed_from"] == 2
+    for a, b in zip(straight.manipulation.weights, second.manipulation.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-5)  # CPU float noise
+
+
+def test_artefact_round_trip_loads_as_the_modified_variant(tmp_path):
+    data = _small_dsprites(tmp_path / "in")
+    network = manipulation.manipulation_network(data.num_factors)
+    out = artefact.save_manipulation(tmp_path / "art", network, {
+        "dataset": "dsprites", "factor_sizes": list(data.factor_sizes), "eps": 0.1})
+    modified = make_variant(data, "modified", artefact=str(out))
+    factors = data.sample_factors(6, np.random.default_rng(0))
+    expected = reflect_np(data.observations_from_factors(factors) + 0.1 * np.asarray(
+        network(pipeline.scaled_factors(factors, data.factor_sizes))))
+    np.testing.assert_allclose(modified.observations_from_factors(factors), expected, atol=1e-6)
+    assert modified.describe()["variant"] == "modified"
+    stronger = make_variant(data, "modified", artefact=str(out), eps=0.3)
+    assert stronger.eps == 0.3
+    # Official-format export and reload (grey levels, 1/255 resolution).
+    path = export.export_official(modified, tmp_path / "exp" / dsprites.FILENAME,
+                                  progress=False)
+    again = dsprites.DSprites(source="file", data_dir=str(path.parent),
+                              factor_sizes=SMALL_DSPRITES)
+    every = np.arange(modified.num_images)
+    np.testing.assert_allclose(again.images(every), modified.images(every),
+                               atol=0.5 / 255 + 1e-6)
+
+
+def test_bad_artefacts_are_clear_errors(tmp_path):
+    data = _small_dsprites(tmp_path / "in")
+    with pytest.raises(artefact.ArtefactError, match="metadata.json"):
+        make_variant(data, "modified", artefact=str(tmp_path / "nothing"))
+    with pytest.raises(ValueError, match="needs data.artefact"):
+        make_variant(data, "modified")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "metadata.json").write_text("not json")
+    with pytest.raises(artefact.ArtefactError, match="expected JSON"):
+        make_variant(data, "modified", artefact=str(bad))
+    (bad / "metadata.json").write_text(json.dumps({
+        "schema_version": 1, "kind": "manipulation", "dataset": "shapes3d",
+        "factor_sizes": [10, 10, 10, 8, 4, 15], "eps": 0.1}))
+    with pytest.raises(artefact.ArtefactError, match="made for shapes3d"):
+        make_variant(data, "modified", artefact=str(bad))
+    (bad / "metadata.json").write_text(json.dumps({
+        "schema_version": 1, "kind": "manipulation", "dataset": "dsprites",
+        "factor_sizes": list(data.factor_sizes), "eps": 3}))
+    with pytest.raises(artefact.ArtefactError, match="eps in"):
+        make_variant(data, "modified", artefact=str(bad))
+    (bad / "metadata.json").write_text(json.dumps({
+        "schema_version": 1, "kind": "manipulation", "dataset": "dsprites",
+        "factor_sizes": list(data.factor_sizes), "eps": 0.1}))
+    (bad / artefact.WEIGHTS).write_bytes(b"garbage")
+    with pytest.raises(artefact.ArtefactError, match="weights of m"):
+        make_variant(data, "modified", artefact=str(bad))
+    noise = write_noise_artefact(tmp_path / "noise", "dsprites")
+    with pytest.raises(artefact.ArtefactError, match="made for dsprites with factor sizes"):
+        make_variant(data, "noisy", artefact=str(noise))   # full-size sizes, small data
+
+
+def test_noise_artefact_is_the_noisy_variant(tmp_path):
+    out = write_noise_artefact(tmp_path / "noise", "dsprites", eps=0.2, seed=4)
+    loaded = load_data("dsprites", "noisy", "procedural", artefact=str(out))
+    direct = NoisyData(dsprites.DSprites(source="procedural"), eps=0.2, seed=4)
+    factors = direct.sample_factors(5, np.random.default_rng(1))
+    np.testing.assert_array_equal(loaded.observations_from_factors(factors),
+                                  direct.observations_from_factors(factors))
+    with pytest.raises(ValueError, match="defines the 'noisy' variant"):
+        load_data("dsprites", "modified", "procedural", artefact=str(out))
+    with pytest.raises(ValueError, match="eps must be in"):
+        write_noise_artefact(tmp_path / "n2", "dsprites", eps=1.5)
