@@ -22,6 +22,7 @@ import sys
 import time
 
 import gin
+import keras
 import numpy as np
 from absl import app, flags, logging
 
@@ -52,21 +53,26 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  eval_points: int = 10000, checkpoint_every: int = 1000,
                  log_every: int = 100, jit_compile: bool = False,
                  pair_rate: float = 6.0, health_points: int = 1000,
-                 figures: bool = True) -> dict:
+                 figures: bool = True, precision: str = "float32") -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
     PCL; REFERENCE.md).
     health_points: evaluation images for active units, PSNR and reconstruction loss.
     figures: write reconstructions.png and traversals.png (methods with a decoder).
+    precision: 'float32', or 'mixed_bfloat16' (GPU: layers compute in bfloat16, variables,
+      output layers and losses stay float32; no loss scaling needed).
     """
+    if precision not in ("float32", "mixed_bfloat16"):
+        raise ValueError(f"run.precision must be 'float32' or 'mixed_bfloat16', found "
+                         f"{precision!r}")
     if int(health_points) < 2 or int(eval_points) < 2:
         raise ValueError(f"run.eval_points and run.health_points must be >= 2, found "
                          f"{eval_points} and {health_points}")
     return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
-                health_points=health_points, figures=figures)
+                health_points=health_points, figures=figures, precision=precision)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -126,6 +132,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     """Trains and evaluates the parsed configuration; returns the run directory."""
     settings = run_settings()
     data = load_data()
+    keras.mixed_precision.set_global_policy(settings["precision"])
     model = make_model(data.observation_shape)
     described = data.describe()
     if output_dir is None:

@@ -10,7 +10,7 @@
         procedural dSprites (a fixed random projection of the pixels), and the total;
         --gin_bindings="dci.classifier = 'hist_gbt'" times the fast DCI.
 
-    python -m benchmark.speed train [--models=beta_vae,pcl] [--dataset=dsprites] [--xla]
+    python -m benchmark.speed train [--model=beta_vae,pcl] [--dataset=dsprites] [--xla]
         milliseconds per compiled training step and images/s per model (batch 64,
         latent dim = number of factors), after 3 warm-up steps.
 """
@@ -30,7 +30,8 @@ flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.da
 flags.DEFINE_list("metrics", ["mig", "dci", "sap", "modularity_explicitness", "infomec",
                                 "factor_vae_score", "beta_vae_score", "unsupervised"],
                   "Metrics to time (benchmark.speed metrics).")
-flags.DEFINE_list("models", [], "Methods to time (benchmark.speed train; default all).")
+flags.DEFINE_list("model", [], "Methods to time, e.g. --model=beta_vae,pcl (benchmark.speed "
+                  "train; default all).")
 flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
 flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
 flags.DEFINE_integer("train_steps", 20, "Timed steps per model (after 3 warm-up steps).")
@@ -132,7 +133,7 @@ def speed_train() -> None:
     from benchmark.data import get_dataset, pipeline
     from models.registry import METHODS, make_model
     data = get_dataset(FLAGS.dataset, "procedural")
-    for method in FLAGS.models or METHODS:
+    for method in FLAGS.model or METHODS:
         model = make_model(data.observation_shape, method=method,
                            num_latents=data.num_factors)
         kind = model.input_kind

@@ -4,6 +4,8 @@ dlib conv architecture (REFERENCE.md, Methods; Locatello et al. 2019): encoder 4
 layers (32, 32, 64, 64 filters, 4x4, stride 2, ReLU), dense 256 (ReLU), linear heads for
 the mean and log-variance; the decoder mirrors it: dense 256, dense 4*4*64, 4 transposed
 conv layers (64, 32, 32, channels; 4x4, stride 2), output logits (n, 64, 64, c).
+Output layers compute in float32 whatever the Keras precision policy, so under
+`run.precision = 'mixed_bfloat16'` the losses still see float32 tensors.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ def conv_encoder(input_shape=(64, 64, 1), num_latents: int = 10, name: str = "en
     for filters in (32, 32, 64, 64):
         x = layers.Conv2D(filters, 4, strides=2, padding="same", activation="relu")(x)
     x = layers.Dense(256, activation="relu")(layers.Flatten()(x))
-    outputs = {"mean": layers.Dense(num_latents, name="mean")(x),
-               "logvar": layers.Dense(num_latents, name="logvar")(x)}
+    outputs = {"mean": layers.Dense(num_latents, name="mean", dtype="float32")(x),
+               "logvar": layers.Dense(num_latents, name="logvar", dtype="float32")(x)}
     return keras.Model(images, outputs, name=name)
 
 
@@ -37,7 +39,8 @@ def conv_decoder(num_latents: int = 10, output_shape=(64, 64, 1), name: str = "d
     x = layers.Reshape((4, 4, 64))(x)
     for filters in (64, 32, 32):
         x = layers.Conv2DTranspose(filters, 4, strides=2, padding="same", activation="relu")(x)
-    logits = layers.Conv2DTranspose(output_shape[-1], 4, strides=2, padding="same")(x)
+    logits = layers.Conv2DTranspose(output_shape[-1], 4, strides=2, padding="same",
+                                    dtype="float32")(x)
     return keras.Model(latents, logits, name=name)
 
 
@@ -49,8 +52,8 @@ def mlp_encoder(input_shape=(64, 64, 1), num_latents: int = 10, hidden=(1200, 12
     x = layers.Flatten()(images)
     for units in hidden:
         x = layers.Dense(units, activation="relu")(x)
-    outputs = {"mean": layers.Dense(num_latents, name="mean")(x),
-               "logvar": layers.Dense(num_latents, name="logvar")(x)}
+    outputs = {"mean": layers.Dense(num_latents, name="mean", dtype="float32")(x),
+               "logvar": layers.Dense(num_latents, name="logvar", dtype="float32")(x)}
     return keras.Model(images, outputs, name=name)
 
 
@@ -63,5 +66,5 @@ def mlp_decoder(num_latents: int = 10, output_shape=(64, 64, 1), hidden=(1200, 1
     for units in hidden:
         x = layers.Dense(units, activation="tanh")(x)
     size = output_shape[0] * output_shape[1] * output_shape[2]
-    logits = layers.Reshape(tuple(output_shape))(layers.Dense(size)(x))
+    logits = layers.Reshape(tuple(output_shape))(layers.Dense(size, dtype="float32")(x))
     return keras.Model(latents, logits, name=name)

@@ -31,7 +31,7 @@ def discriminator(num_latents: int, units: int = 1000, layers_count: int = 6) ->
     x = codes
     for _ in range(layers_count):
         x = keras.layers.LeakyReLU(negative_slope=0.2)(keras.layers.Dense(units)(x))
-    return keras.Model(codes, keras.layers.Dense(2)(x), name="discriminator")
+    return keras.Model(codes, keras.layers.Dense(2, dtype="float32")(x), name="discriminator")
 
 
 @gin.configurable("factor_vae", allowlist=["gamma", "discriminator_units"])

@@ -18,3 +18,26 @@ def test_mlp_variant_shapes():
     decoder = architectures.mlp_decoder(4, (64, 64, 1), hidden=(32,))
     out = encoder(np.zeros((3, 64, 64, 1), np.float32))
     assert decoder(out["mean"]).shape == (3, 64, 64, 1)
+
+
+def test_every_method_trains_under_mixed_bfloat16_with_float32_outputs():
+    import keras
+    import tensorflow as tf
+
+    from models.registry import METHODS, make_model
+    rng = np.random.default_rng(0)
+    images = tf.constant(rng.uniform(0, 1, (3, 4, 64, 64, 1)).astype(np.float32))
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        for method in METHODS:
+            model = make_model((64, 64, 1), method=method, num_latents=3)
+            kind = model.input_kind
+            batch = images[0] if kind == "images" else (
+                (images[0], images[1]) if kind == "pairs" else (images[0], images[1], images[2]))
+            terms = model.train_step(batch, tf.constant(0, tf.int64),
+                                     tf.constant([0, 0], tf.int64))
+            assert all(np.isfinite(float(v)) for v in terms.values()), (method, terms)
+            assert model.representation(images[0]).dtype == tf.float32
+            assert all(v.dtype == tf.float32 for v in model.trainable_variables)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
