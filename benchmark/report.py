@@ -1,0 +1,431 @@
+"""python -m benchmark.report --results=results/STUDY [--out=DIR]
+
+Aggregates the finished runs of a study (every results.json under --results; a run
+directory without one is unfinished and never reported) into DIR (default
+<results>/report):
+    report.md                 tables in the layout of paper 002 Table 1, drops, figures
+    metrics.csv, metrics.tex  mean +- std over seeds per model x dataset x variant x setting
+    drops.csv, drops.tex      original -> each other variant, per model and metric: the drop
+                              of the mean, Welch's t-test p-value, a bootstrap 95 % CI of the
+                              drop, and the seeds on each side
+    figures/                  drop bar charts, line-search curves (paper 002 Fig. 5),
+                              metric-vs-eps robustness curves, traversals of the best and
+                              worst run by MIG, variant sample grids (written by the study)
+Runs flagged over-pruned (fewer active dims than factors, paper 002 sec. 5.3) are excluded
+from every table and counted. The report reads result files only; it imports no model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import pathlib
+import shutil
+import sys
+from collections import defaultdict
+
+import numpy as np
+from absl import app, flags
+from scipy import stats
+
+from benchmark.atomic import atomic_path
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("results", None, "Study directory (searched for results.json files).")
+flags.DEFINE_string("out", None, "Report directory (default: <results>/report).")
+
+#: (column name, metric group, score key), in the order the tables show them
+METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
+           ("DCI-C", "dci", "dci_completeness"), ("DCI-I", "dci", "dci_informativeness_test"),
+           ("FactorVAE", "factor_vae_score", "factor_vae_score"), ("SAP", "sap", "sap"),
+           ("InfoM", "infomec", "infom"), ("InfoE", "infomec", "infoe"),
+           ("InfoC", "infomec", "infoc"), ("PSNR", "health", "psnr"),
+           ("Recon.", "health", "reconstruction_loss")]
+BOOTSTRAP_RESAMPLES = 10000
+
+
+class ReportError(ValueError):
+    """Results that cannot be reported; the message names the file and what was wrong."""
+
+
+def load_runs(results_dir) -> list[dict]:
+    """One record per finished run: model, dataset, variant (with eps), setting, seed,
+    overpruned, {column: value}, run_dir. The study's line-searched parameter, when
+    study.json names one, becomes the record's `setting`."""
+    results_dir = pathlib.Path(results_dir)
+    if not results_dir.is_dir():
+        raise ReportError(f"--results: expected a directory, found {results_dir}")
+    line_search = {}
+    if (results_dir / "study.json").is_file():
+        line_search = json.loads((results_dir / "study.json").read_text())["settings"].get(
+            "line_search", {})
+    records = []
+    for path in sorted(results_dir.rglob("results.json")):
+        try:
+            result = json.loads(path.read_text())
+            dataset = result["dataset"]
+            metrics = result["metrics"]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ReportError(f"{path}: expected a results.json of benchmark.run, found "
+                              f"unreadable content ({error!r})")
+        variant = dataset.get("variant", "original")
+        if variant != "original" and "eps" in dataset:
+            variant = f"{variant}@{float(dataset['eps']):g}"
+        values = {}
+        for column, group, key in METRICS:
+            value = metrics.get(group, {}).get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                values[column] = float(value)
+        setting = ""
+        if result["model"] in line_search:
+            param = line_search[result["model"]][0]
+            setting = f"{param.split('.')[-1]}={_binding(result.get('gin_config', ''), param)}"
+        records.append({"model": result["model"], "dataset": dataset["name"],
+                        "variant": variant, "setting": setting, "seed": result["seed"],
+                        "overpruned": bool(metrics.get("health", {}).get("overpruned", False)),
+                        "values": values, "run_dir": str(path.parent)})
+    return records
+
+
+def _binding(config: str, param: str) -> str:
+    for line in config.splitlines():
+        if line.replace(" ", "").startswith(f"{param}="):
+            return line.split("=", 1)[1].strip()
+    return "?"
+
+
+def base_variant(variant: str) -> str:
+    return variant.split("@")[0]
+
+
+def nominal(records: list[dict]) -> dict[str, str]:
+    """The variant label of each dataset's default strength: 'modified@0.1' -> 'modified'
+    when it is the only or the paper's strength, so the tables read like Table 1."""
+    from benchmark.data.variants import DEFAULT_EPS
+    labels = {}
+    for r in records:
+        base, _, eps = r["variant"].partition("@")
+        if eps and float(eps) == DEFAULT_EPS.get(r["dataset"]):
+            labels[(r["dataset"], r["variant"])] = base
+    return labels
+
+
+def group(records: list[dict]) -> tuple[dict, dict]:
+    """({(model, dataset, variant, setting): [records kept]}, {same key: excluded count})."""
+    labels = nominal(records)
+    kept, excluded = defaultdict(list), defaultdict(int)
+    for r in records:
+        r = {**r, "variant": labels.get((r["dataset"], r["variant"]), r["variant"])}
+        key = (r["model"], r["dataset"], r["variant"], r["setting"])
+        if r["overpruned"]:
+            excluded[key] += 1
+        else:
+            kept[key].append(r)
+    return dict(kept), dict(excluded)
+
+
+def summary_rows(groups: dict, excluded: dict) -> list[dict]:
+    """Mean and sample std (ddof 1; 0 for one seed) of every column per group."""
+    rows = []
+    for key in sorted(set(groups) | set(excluded)):
+        runs = groups.get(key, [])
+        row = {"model": key[0], "dataset": key[1], "variant": key[2], "setting": key[3],
+               "seeds": len(runs), "excluded_overpruned": excluded.get(key, 0)}
+        for column, _, _ in METRICS:
+            values = [r["values"][column] for r in runs if column in r["values"]]
+            if values:
+                row[f"{column} mean"] = float(np.mean(values))
+                row[f"{column} std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def drop_test(original, other, seed: int = 0) -> dict:
+    """Drop = mean(original) - mean(other), Welch's t-test p-value and a percentile
+    bootstrap 95 % CI of the drop; p and CI are None with fewer than 2 runs a side."""
+    original, other = np.asarray(original, float), np.asarray(other, float)
+    out = {"drop": float(original.mean() - other.mean()), "n_original": len(original),
+           "n_other": len(other), "p_welch": None, "ci_low": None, "ci_high": None}
+    if len(original) < 2 or len(other) < 2:
+        return out
+    if np.ptp(original) == 0 and np.ptp(other) == 0:
+        out["p_welch"] = 1.0 if out["drop"] == 0 else 0.0
+    else:
+        out["p_welch"] = float(stats.ttest_ind(original, other, equal_var=False).pvalue)
+    boot = stats.bootstrap((original, other),
+                           lambda a, b, axis: a.mean(axis=axis) - b.mean(axis=axis),
+                           n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=0.95,
+                           method="percentile", vectorized=True,
+                           random_state=np.random.default_rng(seed))
+    out["ci_low"] = float(boot.confidence_interval.low)
+    out["ci_high"] = float(boot.confidence_interval.high)
+    return out
+
+
+def drop_rows(groups: dict) -> list[dict]:
+    """Original -> every other variant of the same model, dataset and setting."""
+    rows = []
+    for (model, dataset, variant, setting), runs in sorted(groups.items()):
+        if variant == "original":
+            continue
+        originals = groups.get((model, dataset, "original", setting))
+        if not originals:
+            continue
+        for column, _, _ in METRICS:
+            a = [r["values"][column] for r in originals if column in r["values"]]
+            b = [r["values"][column] for r in runs if column in r["values"]]
+            if a and b:
+                rows.append({"model": model, "dataset": dataset, "variant": variant,
+                             "setting": setting, "metric": column, **drop_test(a, b)})
+    return rows
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value) -> str:
+    return "n/a" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
+
+
+def table1(rows: list[dict], column: str) -> str:
+    """Markdown: models x (dataset, variant), cells mean +- std (seeds), paper 002 Table 1."""
+    cells = [(r["dataset"], r["variant"]) for r in rows]
+    order = {"original": 0, "modified": 1, "noisy": 2}
+    columns = sorted(set(cells), key=lambda c: (c[0], order.get(c[1], 3), c[1]))
+    lines = ["| model | " + " | ".join(f"{d} {v}" for d, v in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+    for model, setting in sorted({(r["model"], r["setting"]) for r in rows}):
+        label = model + (f" ({setting})" if setting else "")
+        out = []
+        for d, v in columns:
+            match = [r for r in rows if (r["model"], r["setting"], r["dataset"],
+                                         r["variant"]) == (model, setting, d, v)]
+            r = match[0] if match else None
+            if r is None or f"{column} mean" not in r:
+                out.append("—")
+            else:
+                out.append(f"{r[f'{column} mean']:.2f} ± {r[f'{column} std']:.2f} "
+                           f"({r['seeds']})")
+        lines.append(f"| {label} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+def write_csv(path: pathlib.Path, rows: list[dict]) -> None:
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    with atomic_path(path, ".csv") as tmp:
+        tmp.write_text(buffer.getvalue())
+
+
+def write_latex(path: pathlib.Path, rows: list[dict], columns: list[str]) -> None:
+    """A booktabs tabular of the given row keys (numbers to 3 decimals)."""
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return "--" if v is None else str(v).replace("_", r"\_")
+    lines = [r"\begin{tabular}{" + "l" * len(columns) + "}", r"\toprule",
+             " & ".join(cell(c) for c in columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(cell(r.get(c)) for c in columns) + r" \\" for r in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    with atomic_path(path, ".tex") as tmp:
+        tmp.write_text("\n".join(lines))
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, path: pathlib.Path) -> None:
+    try:
+        with atomic_path(path, ".png") as tmp:
+            fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        _plt().close(fig)
+
+
+def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
+    """Bar chart of the drop of `column` per model and variant, with bootstrap CIs."""
+    rows = [d for d in drops if d["metric"] == column and "@" not in d["variant"]]
+    if not rows:
+        return False
+    plt = _plt()
+    labels = sorted({(d["dataset"], d["model"], d["setting"]) for d in rows})
+    variants = sorted({d["variant"] for d in rows})
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(labels)), 3.5))
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        xs, ys, err = [], [], [[], []]
+        for j, label in enumerate(labels):
+            match = [d for d in rows if (d["dataset"], d["model"], d["setting"]) == label
+                     and d["variant"] == variant]
+            if match:
+                d = match[0]
+                xs.append(j + i * width)
+                ys.append(d["drop"])
+                low = d["drop"] - d["ci_low"] if d["ci_low"] is not None else 0.0
+                high = d["ci_high"] - d["drop"] if d["ci_high"] is not None else 0.0
+                err[0].append(low)
+                err[1].append(high)
+        ax.bar(xs, ys, width, yerr=err, capsize=3, label=f"original → {variant}")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))],
+                  [f"{m}\n{d}" + (f"\n{s}" if s else "") for d, m, s in labels], fontsize=8)
+    ax.set_ylabel(f"drop of {column} (mean, 95% bootstrap CI)")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    return True
+
+
+def curve_figure(rows: list[dict], column: str, x_of, xlabel: str, path: pathlib.Path
+                 ) -> bool:
+    """Mean +- std of `column` against x_of(row) -> [(x, series), ...] (empty: the row is on
+    no curve), one line per (model, dataset, series)."""
+    points = defaultdict(list)
+    for r in rows:
+        if f"{column} mean" not in r:
+            continue
+        for x, series in x_of(r):
+            points[(r["model"], r["dataset"], series)].append(
+                (x, r[f"{column} mean"], r[f"{column} std"]))
+    points = {k: sorted(v) for k, v in points.items() if len(v) > 1}
+    if not points:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for (model, dataset, series), pts in sorted(points.items()):
+        xs, ys, sd = zip(*pts)
+        ax.errorbar(xs, ys, yerr=sd, marker="o", capsize=3,
+                    label=f"{model} {dataset} {series}".strip())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(column)
+    ax.legend(fontsize=7)
+    _save(fig, path)
+    return True
+
+
+def _setting_value(row):
+    if not row["setting"]:
+        return []
+    try:
+        return [(float(row["setting"].split("=", 1)[1]), row["variant"])]
+    except ValueError:
+        return []
+
+
+def _eps_value(row):
+    """Original data sits at eps 0 of both the modified and the noisy curve."""
+    from benchmark.data.variants import DEFAULT_EPS
+    if row["setting"]:
+        return []
+    base, _, eps = row["variant"].partition("@")
+    if base == "original":
+        return [(0.0, "modified"), (0.0, "noisy")]
+    return [(float(eps) if eps else DEFAULT_EPS.get(row["dataset"], float("nan")), base)]
+
+
+def write_report(results_dir, out=None) -> pathlib.Path:
+    """Writes the report of a study directory; returns the report.md path."""
+    results_dir = pathlib.Path(results_dir)
+    out = pathlib.Path(out) if out else results_dir / "report"
+    records = load_runs(results_dir)
+    if not records:
+        raise ReportError(f"{results_dir}: no finished run (results.json) found")
+    groups, excluded = group(records)
+    summary = summary_rows(groups, excluded)
+    drops = drop_rows(groups)
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "metrics.csv", summary)
+    write_csv(out / "drops.csv", drops or [{"note": "no original/other pair of groups"}])
+    metric_columns = [c for c, _, _ in METRICS if any(f"{c} mean" in r for r in summary)]
+    write_latex(out / "metrics.tex", summary, ["model", "dataset", "variant", "setting",
+                                               "seeds"] + [f"{c} mean" for c in metric_columns])
+    write_latex(out / "drops.tex", drops, ["model", "dataset", "variant", "setting", "metric",
+                                           "drop", "p_welch", "ci_low", "ci_high",
+                                           "n_original", "n_other"])
+    lines = [f"# Report: {results_dir}", "",
+             f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
+             "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
+             "mean ± std over seeds (number of seeds).", ""]
+    for column in metric_columns:
+        lines += [f"## {column}", "", table1(summary, column), ""]
+    lines += ["## Drops (original → variant)", "",
+              "Drop = mean(original) − mean(variant); p from Welch's t-test; 95 % CI from a "
+              f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples); n/a with fewer than 2 "
+              "runs on a side.", "",
+              "| model | dataset | variant | setting | metric | drop | p (Welch) | 95 % CI | "
+              "seeds |", "|---|---|---|---|---|---|---|---|---|"]
+    for d in drops:
+        ci = ("n/a" if d["ci_low"] is None else f"[{d['ci_low']:.3f}, {d['ci_high']:.3f}]")
+        lines.append(f"| {d['model']} | {d['dataset']} | {d['variant']} | {d['setting']} | "
+                     f"{d['metric']} | {d['drop']:.3f} | {_p(d['p_welch'])} | {ci} | "
+                     f"{d['n_original']} / {d['n_other']} |")
+    lines += ["", "## Figures", ""]
+    for column in metric_columns:
+        name = column.replace(".", "").replace("-", "_").lower()
+        if drop_figure(drops, column, figures / f"drops_{name}.png"):
+            lines.append(f"![drops of {column}](figures/drops_{name}.png)")
+        if curve_figure(summary, column, _setting_value, "primary hyperparameter",
+                        figures / f"line_search_{name}.png"):
+            lines.append(f"![line search, {column}](figures/line_search_{name}.png)")
+        if curve_figure(summary, column, _eps_value, "perturbation strength eps",
+                        figures / f"robustness_{name}.png"):
+            lines.append(f"![robustness, {column}](figures/robustness_{name}.png)")
+    lines += _extreme_runs(records, figures) + _sample_grids(results_dir, out, figures)
+    report = out / "report.md"
+    with atomic_path(report, ".md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+    return report
+
+
+def _extreme_runs(records: list[dict], figures: pathlib.Path) -> list[str]:
+    """Traversals of the best and worst kept run by MIG (those that wrote traversals)."""
+    ranked = sorted((r for r in records if not r["overpruned"] and "MIG" in r["values"]
+                     and (pathlib.Path(r["run_dir"]) / "traversals.png").is_file()),
+                    key=lambda r: r["values"]["MIG"])
+    lines = []
+    for which, r in (("worst", ranked[0] if ranked else None),
+                     ("best", ranked[-1] if ranked else None)):
+        if r is None:
+            continue
+        shutil.copyfile(pathlib.Path(r["run_dir"]) / "traversals.png",
+                        figures / f"traversals_{which}.png")
+        lines.append(f"{which.capitalize()} run by MIG: `{pathlib.Path(r['run_dir']).name}` "
+                     f"(MIG {r['values']['MIG']:.3f})\n\n"
+                     f"![{which} traversals](figures/traversals_{which}.png)\n")
+    return lines
+
+
+def _sample_grids(results_dir: pathlib.Path, out: pathlib.Path, figures: pathlib.Path
+                  ) -> list[str]:
+    lines = []
+    for grid in sorted((results_dir / "samples").glob("*.png")):
+        shutil.copyfile(grid, figures / f"samples_{grid.name}")
+        lines.append(f"![{grid.stem}](figures/samples_{grid.name})")
+    return lines
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    if not FLAGS.results:
+        raise app.UsageError("--results is required")
+    try:
+        path = write_report(FLAGS.results, FLAGS.out)
+    except ReportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    print(path)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,264 @@
+"""python -m benchmark.study --gin_file=gin_configs/studies/NAME.gin [--backend=local|ray]
+[--workers=N] [--address=ADDR] [--retry_failed] [--dry_run]
+
+A study is a grid of runs, models x datasets x variants x seeds (x values of a line-searched
+hyperparameter), each executed by the runner (`python -m benchmark.run`, one process per
+run, so gin state never leaks between runs) into
+    <study.output_dir>/runs/<model>_<dataset>_<variant>[_<param>=<value>]_seed<S>/
+A run whose results.json exists is finished and skipped, so an interrupted study is
+resumed, and an extended grid trains only what is new. A run that fails is recorded in
+<output_dir>/failed.json with the tail of its error and skipped on later invocations until
+--retry_failed. The local backend runs `workers` runs at a time; --backend=ray sends the
+same commands to a Ray cluster (the optional extra `pip install .[ray]`), started on this
+machine and bound to localhost unless --address names a cluster.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import gin
+from absl import app, flags, logging
+
+from benchmark.atomic import atomic_path
+
+GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string("gin_file", [], "Study config files (searched also in gin_configs/).")
+flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"study.seeds = [0]\".")
+flags.DEFINE_enum("backend", "local", ["local", "ray"], "Where the runs execute.")
+flags.DEFINE_integer("workers", 1, "Runs at a time (local backend; each run uses all cores "
+                     "it is given, so 1 is right on a small machine).")
+flags.DEFINE_string("address", None, "Ray cluster address (default: a local Ray instance "
+                    "on this machine, bound to localhost).")
+flags.DEFINE_boolean("retry_failed", False, "Run again the runs recorded as failed.")
+flags.DEFINE_boolean("dry_run", False, "List the runs and their state; train nothing.")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One cell of the grid: where it goes and the runner arguments that make it."""
+    name: str
+    gin_files: tuple
+    bindings: tuple
+
+    def command(self, output_dir: pathlib.Path) -> list[str]:
+        return [sys.executable, "-m", "benchmark.run",
+                *[f"--gin_file={f}" for f in self.gin_files],
+                *[f"--gin_bindings={b}" for b in self.bindings],
+                f"--output_dir={output_dir / 'runs' / self.name}"]
+
+
+@gin.configurable("study")
+def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
+                   models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
+                   artefacts=None, seeds=(0,), line_search=None, bindings=(),
+                   source: str = "auto") -> dict:
+    """The grid.
+
+    models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
+      (e.g. 'papers/zietlow2021/beta_vae_{dataset}.gin').
+    variants: 'original', 'noisy', 'modified'; artefacts: {dataset: {variant: artefact
+      directory}} for the variants that load one ('modified' must; 'noisy' may, otherwise
+      the default noise of paper 002 sec. 5.2 is used). A variant name may carry a strength,
+      'modified@0.2', for robustness curves (data.eps).
+    line_search: {model name: [gin parameter, [values...]]} (paper 002 Fig. 5); models
+      without one train at their config's value.
+    bindings: applied to every run (e.g. 'run.steps = 5000').
+    """
+    models = dict(models)
+    if not models:
+        raise ValueError("study.models is empty; expected {model name: gin file}")
+    artefacts = {d: dict(v) for d, v in dict(artefacts or {}).items()}
+    for variant in variants:
+        base = variant.split("@")[0]
+        if base not in ("original", "noisy", "modified"):
+            raise ValueError(f"study.variants: unknown variant {variant!r}; expected original, "
+                             "noisy or modified (optionally '@<eps>')")
+        if base == "modified":
+            missing = [d for d in datasets if not artefacts.get(d, {}).get("modified")]
+            if missing:
+                raise ValueError(f"study.variants has 'modified' but study.artefacts names no "
+                                 f"modified artefact for {missing}")
+    line_search = {m: (p, list(v)) for m, (p, v) in dict(line_search or {}).items()}
+    unknown = [m for m in line_search if m not in models]
+    if unknown:
+        raise ValueError(f"study.line_search names models {unknown} that are not in "
+                         f"study.models ({sorted(models)})")
+    return dict(name=name, output_dir=str(output_dir), models=models, datasets=list(datasets),
+                variants=list(variants), artefacts=artefacts, seeds=[int(s) for s in seeds],
+                line_search=line_search, bindings=list(bindings), source=source)
+
+
+def expand(settings: dict) -> list[RunSpec]:
+    """Every run of the grid, in a stable order."""
+    specs = []
+    for model, gin_file in settings["models"].items():
+        param, values = settings["line_search"].get(model, (None, [None]))
+        for dataset in settings["datasets"]:
+            for variant in settings["variants"]:
+                base, _, eps = variant.partition("@")
+                data = [f"data.name = '{dataset}'", f"data.variant = '{base}'",
+                        f"data.source = '{settings['source']}'"]
+                artefact = settings["artefacts"].get(dataset, {}).get(base)
+                if artefact and base != "original":
+                    data.append(f"data.artefact = '{os.path.abspath(artefact)}'")
+                if eps:
+                    data.append(f"data.eps = {float(eps)}")
+                for value in values:
+                    hyper = [] if param is None else [f"{param} = {value!r}"]
+                    tag = "" if param is None else f"_{param.split('.')[-1]}={value}"
+                    for seed in settings["seeds"]:
+                        variant_tag = base + (f"@{float(eps):g}" if eps else "")
+                        specs.append(RunSpec(
+                            f"{model}_{dataset}_{variant_tag}{tag}_seed{seed}",
+                            (gin_file.format(dataset=dataset),),
+                            tuple([*settings["bindings"], *data, *hyper,
+                                   f"run.seed = {seed}"])))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError("study grid has duplicate run names; check study.models/variants")
+    return specs
+
+
+def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
+    """Runs one runner command; (exit code, tail of its stderr)."""
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return result.returncode, result.stderr[-4000:]
+
+
+def _read_failed(path: pathlib.Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write_json(path: pathlib.Path, payload) -> None:
+    with atomic_path(path, ".json") as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+
+
+def execute(settings: dict, backend: str = "local", workers: int = 1,
+            address: str | None = None, retry_failed: bool = False,
+            dry_run: bool = False) -> dict:
+    """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped'}."""
+    out = pathlib.Path(settings["output_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    specs = expand(settings)
+    _write_json(out / "study.json", {"settings": settings,
+                                     "runs": [dataclasses.asdict(s) for s in specs]})
+    failed_path = out / "failed.json"
+    failed = _read_failed(failed_path)
+    done = {s.name for s in specs if (out / "runs" / s.name / "results.json").exists()}
+    todo = [s for s in specs if s.name not in done and (retry_failed or s.name not in failed)]
+    skipped = [s.name for s in specs if s.name not in done and s not in todo]
+    logging.info("study %s: %d runs, %d finished, %d to run, %d failed before (skipped)",
+                 settings["name"], len(specs), len(done), len(todo), len(skipped))
+    if dry_run:
+        for s in specs:
+            state = ("finished" if s.name in done else "failed" if s.name in failed
+                     else "to run")
+            print(f"{state:9s} {s.name}")
+        return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
+                "skipped": skipped}
+    commands = {s.name: s.command(out.resolve()) for s in todo}
+    ran, now_failed = [], []
+
+    def record(name: str, code: int, stderr: str) -> None:
+        if code == 0:
+            ran.append(name)
+            failed.pop(name, None)
+        else:
+            now_failed.append(name)
+            failed[name] = {"exit_code": code, "stderr_tail": stderr,
+                            "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+            logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
+        _write_json(failed_path, failed)
+
+    if backend == "ray":
+        for name, code, stderr in _ray_map(commands, address):
+            record(name, code, stderr)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max(1, int(workers))) as pool:
+            futures = {pool.submit(run_one, cmd, os.getcwd()): name
+                       for name, cmd in commands.items()}
+            for future in concurrent.futures.as_completed(futures):
+                record(futures[future], *future.result())
+    write_sample_grids(settings, out / "samples")
+    return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
+            "failed": sorted(now_failed), "skipped": skipped}
+
+
+def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
+    """A preview sheet per dataset x variant (for the report), unless already there."""
+    for dataset in settings["datasets"]:
+        for variant in settings["variants"]:
+            base, _, eps = variant.partition("@")
+            path = directory / f"{dataset}_{variant}.png"
+            if path.exists():
+                continue
+            command = [sys.executable, "-m", "benchmark.data", "preview",
+                       f"--dataset={dataset}", f"--variant={base}",
+                       f"--source={settings['source']}", f"--out={path}", "--verbosity=-1"]
+            artefact = settings["artefacts"].get(dataset, {}).get(base)
+            if artefact and base != "original":
+                command.append(f"--artefact={os.path.abspath(artefact)}")
+            if eps:
+                command.append(f"--eps={float(eps)}")
+            code, stderr = run_one(command, os.getcwd())
+            if code != 0:
+                logging.warning("sample grid %s failed: %s", path, stderr[-500:])
+
+
+def _ray_map(commands: dict, address: str | None):
+    """Yields (name, exit code, stderr tail) of each command run as a Ray task."""
+    try:
+        import ray
+    except ImportError as error:
+        raise RuntimeError("--backend=ray needs Ray: pip install '.[ray]'") from error
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1")
+    try:
+        remote = ray.remote(num_cpus=1)(run_one)
+        refs = {remote.remote(cmd, os.getcwd()): name for name, cmd in commands.items()}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            code, stderr = ray.get(ready[0])
+            yield refs[ready[0]], code, stderr
+    finally:
+        ray.shutdown()
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+    try:
+        gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_bindings,
+                                            finalize_config=False)
+        settings = study_settings()
+    except (ValueError, KeyError, IOError, RuntimeError) as error:
+        print(f"error: invalid study configuration: {error}", file=sys.stderr)
+        sys.exit(2)
+    summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
+                      FLAGS.retry_failed, FLAGS.dry_run)
+    print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
+          f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
+          f"before: {settings['output_dir']}")
+    if summary["failed"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)

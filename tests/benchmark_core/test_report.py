@@ -1,0 +1,74 @@
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchmark import report
+
+
+def _result(path, model, variant, seed, mig, dci, overpruned=False, eps=None):
+    dataset = {"name": "dsprites", "variant": variant}
+    if eps is not None:
+        dataset["eps"] = eps
+    path.mkdir(parents=True)
+    (path / "results.json").write_text(json.dumps({
+        "schema_version": 1, "model": model, "seed": seed, "dataset": dataset,
+        "metrics": {"mig": {"mig": mig}, "dci": {"dci_disentanglement": dci},
+                    "health": {"overpruned": overpruned, "active_units": 5}},
+        "gin_config": ""}))
+
+
+ORIGINAL = [0.30, 0.25, 0.35, 0.28]
+MODIFIED = [0.10, 0.05, 0.12]
+
+
+@pytest.fixture
+def study(tmp_path):
+    root = tmp_path / "study"
+    for i, v in enumerate(ORIGINAL):
+        _result(root / "runs" / f"bvae_o{i}", "beta_vae", "original", i, v, 0.5 + v)
+    for i, v in enumerate(MODIFIED):
+        _result(root / "runs" / f"bvae_m{i}", "beta_vae", "modified", i, v, 0.4, eps=0.1)
+    _result(root / "runs" / "bvae_m_pruned", "beta_vae", "modified", 9, 0.9, 0.9,
+            overpruned=True, eps=0.1)
+    _result(root / "runs" / "bvae_eps", "beta_vae", "modified", 0, 0.02, 0.3, eps=0.3)
+    (root / "runs" / "unfinished" / "checkpoints").mkdir(parents=True)   # no results.json
+    return root
+
+
+def test_means_drops_and_p_values_match_scipy(study):
+    groups, excluded = report.group(report.load_runs(study))
+    assert excluded == {("beta_vae", "dsprites", "modified", ""): 1}
+    rows = {(r["variant"]): r for r in report.summary_rows(groups, excluded)}
+    assert set(rows) == {"original", "modified", "modified@0.3"}
+    assert rows["original"]["MIG mean"] == pytest.approx(np.mean(ORIGINAL))
+    assert rows["original"]["MIG std"] == pytest.approx(np.std(ORIGINAL, ddof=1))
+    assert rows["modified"]["seeds"] == 3 and rows["modified"]["excluded_overpruned"] == 1
+    drops = {(d["variant"], d["metric"]): d for d in report.drop_rows(groups)}
+    mig = drops[("modified", "MIG")]
+    assert mig["drop"] == pytest.approx(np.mean(ORIGINAL) - np.mean(MODIFIED))
+    assert mig["p_welch"] == pytest.approx(
+        stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False).pvalue)
+    assert mig["ci_low"] < mig["drop"] < mig["ci_high"]
+    assert mig["n_original"] == 4 and mig["n_other"] == 3
+    single = drops[("modified@0.3", "MIG")]           # one run: no test, never a made-up p
+    assert single["p_welch"] is None and single["ci_low"] is None
+
+
+def test_report_files(study, tmp_path):
+    path = report.write_report(study, tmp_path / "out")
+    text = path.read_text()
+    assert "9 finished runs" in text
+    assert "1 excluded as over-pruned" in text
+    assert f"{np.mean(ORIGINAL):.2f} ± {np.std(ORIGINAL, ddof=1):.2f} (4)" in text
+    assert "unfinished" not in text
+    for name in ("metrics.csv", "drops.csv", "metrics.tex", "drops.tex",
+                 "figures/drops_mig.png", "figures/robustness_mig.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    with pytest.raises(report.ReportError, match="no finished run"):
+        report.write_report(study / "runs" / "unfinished", tmp_path / "o2")
+    (study / "runs" / "broken").mkdir()
+    (study / "runs" / "broken" / "results.json").write_text("{")
+    with pytest.raises(report.ReportError, match="broken"):
+        report.write_report(study, tmp_path / "o3")

@@ -1,0 +1,95 @@
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmark import report, study
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
+            "run.metrics = ['mig']", "run.health_points = 32", "run.figures = False",
+            "model.num_latents = 3"]
+
+
+def _settings(out, models=None, seeds=(0,), variants=("original", "noisy")):
+    return study.study_settings(
+        name="tiny", output_dir=str(out), models=models or {"ae": "models/ae.gin"},
+        datasets=["dsprites"], variants=list(variants), seeds=list(seeds),
+        bindings=TINY_RUN, source="procedural")
+
+
+def _cli(out, *extra):
+    bindings = [f"study.name = 'tiny'", f"study.output_dir = '{out}'",
+                "study.models = {'ae': 'models/ae.gin'}", "study.variants = ['original', 'noisy']",
+                "study.seeds = [0]", f"study.bindings = {TINY_RUN!r}",
+                "study.source = 'procedural'", *extra]
+    return [sys.executable, "-m", "benchmark.study",
+            *[f"--gin_bindings={b}" for b in bindings]]
+
+
+def test_grid_expansion_and_validation(tmp_path):
+    settings = study.study_settings(
+        name="g", output_dir=str(tmp_path), models={"beta_vae": "papers/zietlow2021/"
+                                                    "beta_vae_{dataset}.gin", "ae": "x.gin"},
+        datasets=["dsprites", "shapes3d"], variants=["original", "modified@0.2"],
+        artefacts={"dsprites": {"modified": "a"}, "shapes3d": {"modified": "b"}},
+        seeds=[0, 1], line_search={"beta_vae": ["beta_vae.beta", [1, 8]]})
+    specs = study.expand(settings)
+    assert len(specs) == 2 * 2 * 2 * 2 + 2 * 2 * 2       # line-searched beta_vae + ae
+    spec = next(s for s in specs if s.name == "beta_vae_shapes3d_modified@0.2_beta=8_seed1")
+    assert spec.gin_files == ("papers/zietlow2021/beta_vae_shapes3d.gin",)
+    assert "beta_vae.beta = 8" in spec.bindings and "data.eps = 0.2" in spec.bindings
+    assert f"data.artefact = '{os.path.abspath('b')}'" in spec.bindings
+    with pytest.raises(ValueError, match="names no modified artefact"):
+        study.study_settings(name="g", output_dir="o", models={"ae": "a"},
+                             variants=["modified"])
+    with pytest.raises(ValueError, match="unknown variant"):
+        study.study_settings(name="g", output_dir="o", models={"ae": "a"}, variants=["odd"])
+
+
+def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
+    out = tmp_path / "study"
+    process = subprocess.Popen(_cli(out), cwd=ROOT, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((out / "runs").glob("*/checkpoints")):
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGKILL)          # kill -9 the study and its runner
+    process.wait()
+    assert list((out / "runs").glob("*/checkpoints")), "the study never started a run"
+    finished_before = {p.parent.name for p in (out / "runs").glob("*/results.json")}
+    assert len(finished_before) < 2
+    again = subprocess.run(_cli(out), cwd=ROOT, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    results = sorted(p.parent.name for p in (out / "runs").glob("*/results.json"))
+    assert results == ["ae_dsprites_noisy_seed0", "ae_dsprites_original_seed0"]
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/results.json")}
+    summary = study.execute(_settings(out))        # everything finished: nothing reruns
+    assert summary["ran"] == [] and len(summary["finished"]) == 2
+    assert stamps == {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/results.json")}
+    noisy = json.loads((out / "runs" / "ae_dsprites_noisy_seed0" / "results.json").read_text())
+    assert noisy["dataset"]["variant"] == "noisy" and noisy["dataset"]["eps"] == 0.1
+    assert (out / "samples" / "dsprites_noisy.png").exists()
+    rows = report.summary_rows(*report.group(report.load_runs(out)))
+    assert {r["variant"] for r in rows} == {"original", "noisy"}
+
+
+def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
+    out = tmp_path / "study"
+    settings = _settings(out, models={"broken": "models/no_such_model.gin"},
+                         variants=["original"])
+    first = study.execute(settings)
+    assert first["failed"] == ["broken_dsprites_original_seed0"]
+    failed = json.loads((out / "failed.json").read_text())
+    assert "no_such_model" in failed["broken_dsprites_original_seed0"]["stderr_tail"]
+    second = study.execute(settings)
+    assert second["ran"] == [] and second["skipped"] == ["broken_dsprites_original_seed0"]
+    third = study.execute(settings, retry_failed=True)
+    assert third["failed"] == ["broken_dsprites_original_seed0"]
