@@ -33,8 +33,13 @@ from scipy import stats
 from benchmark.atomic import atomic_path
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("results", None, "Study directory (searched for results.json files).")
-flags.DEFINE_string("out", None, "Report directory (default: <results>/report).")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_string("results", None, "Study directory (searched for results.json files).")
+    flags.DEFINE_string("out", None, "Report directory (default: <results>/report).")
 
 #: (column name, metric group, score key), in the order the tables show them
 METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
@@ -428,4 +433,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -32,15 +32,20 @@ from benchmark.atomic import atomic_path
 GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string("gin_file", [], "Study config files (searched also in gin_configs/).")
-flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"study.seeds = [0]\".")
-flags.DEFINE_enum("backend", "local", ["local", "ray"], "Where the runs execute.")
-flags.DEFINE_integer("workers", 1, "Runs at a time (local backend; each run uses all cores "
-                     "it is given, so 1 is right on a small machine).")
-flags.DEFINE_string("address", None, "Ray cluster address (default: a local Ray instance "
-                    "on this machine, bound to localhost).")
-flags.DEFINE_boolean("retry_failed", False, "Run again the runs recorded as failed.")
-flags.DEFINE_boolean("dry_run", False, "List the runs and their state; train nothing.")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_multi_string("gin_file", [], "Study config files (searched also in gin_configs/).")
+    flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"study.seeds = [0]\".")
+    flags.DEFINE_enum("backend", "local", ["local", "ray"], "Where the runs execute.")
+    flags.DEFINE_integer("workers", 1, "Runs at a time (local backend; each run uses all cores "
+                         "it is given, so 1 is right on a small machine).")
+    flags.DEFINE_string("address", None, "Ray cluster address (default: a local Ray instance "
+                        "on this machine, bound to localhost).")
+    flags.DEFINE_boolean("retry_failed", False, "Run again the runs recorded as failed.")
+    flags.DEFINE_boolean("dry_run", False, "List the runs and their state; train nothing.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,5 +265,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     app.run(main)

@@ -4,6 +4,14 @@
     model.num_latents = 5
     model.architecture = 'conv'      # conv | mlp
     beta_vae.beta = 8.0              # each method's hyperparameters live in its own scope
+
+A new method plugs in without touching this file, from a gin file that imports its module
+(`import my_package.my_method` at the top of the gin file):
+    model.method = 'vae'                        # the shared VAE with your regulariser
+    model.regularizer = @my_regularizer()       # returns fn(kl, mean, logvar, z, step) -> dict
+or
+    model.method = 'custom'                     # your own TrainableModel
+    model.factory = @MyModel                    # MyModel(observation_shape, num_latents)
 """
 
 from __future__ import annotations
@@ -17,19 +25,56 @@ _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.ann
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
 METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl")
+PLUGIN_METHODS = ("vae", "custom")
+#: what the training loop, the runner and the metrics need of a model
+MODEL_INTERFACE = ("train_step", "representation", "optimizers_list", "optimizer_variables")
+
+
+def check_model(model, origin: str):
+    """`model` if it has the methods the runner needs, else one error naming what is missing."""
+    missing = [name for name in MODEL_INTERFACE if not callable(getattr(model, name, None))]
+    if missing:
+        raise TypeError(f"{origin} returned {type(model).__name__}, which lacks {missing}; "
+                        "subclass models.base.TrainableModel (loss_terms -> dict with 'loss', "
+                        "representation -> codes)")
+    return model
 
 
 @gin.configurable("model", denylist=["observation_shape"])
 def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int = 10,
-               architecture: str = "conv"):
-    """The model of `method` for images of `observation_shape` (64, 64, c)."""
-    if method not in METHODS:
-        raise ValueError(f"unknown model.method {method!r}; expected one of {', '.join(METHODS)}")
+               architecture: str = "conv", regularizer=None, factory=None,
+               name: str | None = None):
+    """The model of `method` for images of `observation_shape` (64, 64, c).
+
+    regularizer: with method 'vae', fn(kl, mean, logvar, z, step) -> {'regularizer': ...}.
+    factory: with method 'custom', factory(observation_shape, num_latents) -> a model.
+    name: with method 'vae', the model's name in run directories and reports (default
+      'vae'); a custom model names itself (keras.Model's name argument).
+    """
+    if method not in METHODS + PLUGIN_METHODS:
+        raise ValueError(f"unknown model.method {method!r}; expected one of "
+                         f"{', '.join(METHODS + PLUGIN_METHODS)}")
+    if (regularizer is not None) != (method == "vae"):
+        raise ValueError("model.regularizer goes with model.method = 'vae' (and 'vae' needs "
+                         f"one); found method {method!r} and regularizer {regularizer!r}")
+    if (factory is not None) != (method == "custom"):
+        raise ValueError("model.factory goes with model.method = 'custom' (and 'custom' needs "
+                         f"one); found method {method!r} and factory {factory!r}")
     if architecture not in _ARCHITECTURES:
         raise ValueError(f"unknown model.architecture {architecture!r}; expected 'conv' or 'mlp'")
     if int(num_latents) < 1:
         raise ValueError(f"model.num_latents must be >= 1, found {num_latents}")
+    if method == "custom":
+        return check_model(factory(tuple(observation_shape), int(num_latents)),
+                           f"model.factory {factory!r}")
     make_encoder, make_decoder = _ARCHITECTURES[architecture]
+    if method == "vae":
+        if not callable(regularizer):
+            raise TypeError(f"model.regularizer must be a function (kl, mean, logvar, z, step) "
+                            f"-> dict; found {regularizer!r}")
+        return vae.VAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
+                       make_decoder(num_latents, tuple(observation_shape)), regularizer,
+                       name=name or method)
     if method == "pcl":
         return pcl.PCL(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        name=method)

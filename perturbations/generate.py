@@ -37,10 +37,15 @@ from perturbations import artefact, manipulation, references
 GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
-flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"generation.steps = 100\".")
-flags.DEFINE_string("export", None, "Also write the modified dataset in the official file "
-                    "format to this path (.npz for dSprites, .h5 for Shapes3D).")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
+    flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"generation.steps = 100\".")
+    flags.DEFINE_string("export", None, "Also write the modified dataset in the official file "
+                        "format to this path (.npz for dSprites, .h5 for Shapes3D).")
 
 
 @gin.configurable("generation")
@@ -235,5 +240,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     app.run(main)

@@ -36,7 +36,8 @@ def manipulation_network(num_factors: int, output_shape=(64, 64, 1)) -> keras.Mo
     scalar = keras.layers.Dense(1, name="single_neuron")(factors)
     logits = conv_decoder(num_latents=1, output_shape=tuple(output_shape),
                           name="manipulation_decoder")(scalar)
-    return keras.Model(factors, keras.layers.Activation("tanh", dtype="float32")(logits), name="manipulation")
+    bounded = keras.layers.Activation("tanh", dtype="float32")(logits)
+    return keras.Model(factors, bounded, name="manipulation")
 
 
 def reflect(x):

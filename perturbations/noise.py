@@ -20,11 +20,16 @@ from benchmark.data.variants import DEFAULT_EPS
 from perturbations import artefact
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("dataset", "dsprites", list(DATASETS), "Dataset the noise is for.")
-flags.DEFINE_float("eps", None, "Noise strength (default 0.1 dSprites, 0.175 Shapes3D).")
-flags.DEFINE_integer("seed", 0, "Seed of the fixed per-image noise.")
-flags.DEFINE_string("out", None, "Artefact directory to write.")
-flags.DEFINE_list("eps_sweep", [], "Further strengths, written as <out>_eps<E>.")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_enum("dataset", "dsprites", list(DATASETS), "Dataset the noise is for.")
+    flags.DEFINE_float("eps", None, "Noise strength (default 0.1 dSprites, 0.175 Shapes3D).")
+    flags.DEFINE_integer("seed", 0, "Seed of the fixed per-image noise.")
+    flags.DEFINE_string("out", None, "Artefact directory to write.")
+    flags.DEFINE_list("eps_sweep", [], "Further strengths, written as <out>_eps<E>.")
 
 
 def write_noise_artefact(out, dataset: str, eps: float | None = None, seed: int = 0
@@ -61,4 +66,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

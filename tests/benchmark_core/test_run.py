@@ -61,6 +61,20 @@ def test_every_gin_config_parses_and_builds(path):
     from models.registry import make_model
     gin.clear_config()
     try:
+        if path.startswith("studies/"):
+            from benchmark import study
+            run.parse_config([path], [])
+            specs = study.expand(study.study_settings())
+            assert specs and all((ROOT / "gin_configs" / f).exists()
+                                 for s in specs for f in s.gin_files)
+            return
+        if path.startswith("perturbations/"):
+            from perturbations import generate
+            run.parse_config([path], [])
+            settings = generate.generation_settings()
+            assert all((ROOT / "gin_configs" / f).exists()
+                       for f in settings["reference_gin_files"])
+            return
         run.parse_config([path], ["data.source = 'procedural'"])
         data = load_data()
         if path.startswith(("models/", "papers/")):

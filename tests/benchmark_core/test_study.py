@@ -24,7 +24,7 @@ def _settings(out, models=None, seeds=(0,), variants=("original", "noisy")):
 
 
 def _cli(out, *extra):
-    bindings = [f"study.name = 'tiny'", f"study.output_dir = '{out}'",
+    bindings = ["study.name = 'tiny'", f"study.output_dir = '{out}'",
                 "study.models = {'ae': 'models/ae.gin'}", "study.variants = ['original', 'noisy']",
                 "study.seeds = [0]", f"study.bindings = {TINY_RUN!r}",
                 "study.source = 'procedural'", *extra]
