@@ -68,3 +68,9 @@ def mlp_decoder(num_latents: int = 10, output_shape=(64, 64, 1), hidden=(1200, 1
     size = output_shape[0] * output_shape[1] * output_shape[2]
     logits = layers.Reshape(tuple(output_shape))(layers.Dense(size, dtype="float32")(x))
     return keras.Model(latents, logits, name=name)
+
+
+def mean_only(encoder: keras.Model, name: str) -> keras.Model:
+    """`encoder` without its log-variance head, for deterministic methods (AE, PCL): every
+    remaining weight is trained, and no untrained variance is ever reported."""
+    return keras.Model(encoder.input, {"mean": encoder.output["mean"]}, name=name)

@@ -13,6 +13,7 @@ import gin
 import keras
 import tensorflow as tf
 
+from models.architectures import mean_only
 from models.base import TrainableModel
 
 
@@ -30,9 +31,7 @@ class PCL(TrainableModel):
 
     def __init__(self, encoder, optimizer=None, **kwargs):
         super().__init__(optimizer, **kwargs)
-        # PCL is not variational: keep only the mean head, so every weight is trained.
-        self.encoder = keras.Model(encoder.input, {"mean": encoder.output["mean"]},
-                                   name="pcl_encoder")
+        self.encoder = mean_only(encoder, "pcl_encoder")   # PCL is not variational
         d = encoder.output["mean"].shape[-1]
         init = keras.initializers.RandomNormal(stddev=0.1, seed=0)
         self.w1 = self.add_weight(shape=(d,), initializer=init, name="w1")

@@ -86,6 +86,8 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
     if method == "slowvae":
         return slowvae.SlowVAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                                make_decoder(num_latents, tuple(observation_shape)), name=method)
-    return vae.VAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
-                   make_decoder(num_latents, tuple(observation_shape)),
+    encoder = make_encoder(tuple(observation_shape), num_latents=num_latents)
+    if method == "ae":
+        encoder = architectures.mean_only(encoder, "ae_encoder")
+    return vae.VAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
                    _REGULARIZERS[method](), sample_latents=method != "ae", name=method)

@@ -10,8 +10,8 @@ with reconstruction and KL per example summed over pixels / latents. Regulariser
 - `dip_vae(lambda_od, lambda_d_factor, kind)`: KL + DIP moment penalty on Cov[mean]
   (kind 'i') or Cov[z] (kind 'ii'), lambda_d = lambda_d_factor * lambda_od
   (Kumar et al. 2018).
-- `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` (decodes the mean;
-  its KL is logged but not optimised).
+- `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` with a mean-only
+  encoder (architectures.mean_only): it decodes the mean and has no KL term.
 Each returns a dict of named terms so the training loop logs them all.
 """
 
@@ -109,13 +109,17 @@ class VAE(TrainableModel):
     def loss_terms(self, images, step, seed) -> dict:
         """Named scalar loss terms of one batch; 'loss' is what the optimiser minimises."""
         codes = self.encode(images, training=True)
-        mean, logvar = codes["mean"], codes["logvar"]
+        mean = codes["mean"]
         if self.sample_latents:
+            logvar = codes["logvar"]
             z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
-        else:
-            z = mean
+            kl = tf.reduce_mean(losses.gaussian_kl(mean, logvar))
+        else:                      # deterministic code (AE): no variance, no KL
+            logvar, z, kl = None, mean, tf.zeros(())
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
-        kl = tf.reduce_mean(losses.gaussian_kl(mean, logvar))
         terms = self.regularizer(kl, mean, logvar, z, step)
-        return {"loss": reconstruction + terms["regularizer"],
-                "reconstruction": reconstruction, "kl": kl, **terms}
+        out = {"loss": reconstruction + terms["regularizer"], "reconstruction": reconstruction,
+               **terms}
+        if self.sample_latents:
+            out["kl"] = kl
+        return out

@@ -33,3 +33,15 @@ def test_beta_scales_the_kl_and_capacity_anneals():
     assert float(annealed(kl, None, None, None, 500)["regularizer"]) == pytest.approx(14.0)
     with pytest.raises(ValueError, match="'i' or 'ii'"):
         vae.dip_vae(kind="iii")
+
+
+def test_ae_has_no_variance_head_and_trains_every_weight():
+    from models.registry import make_model
+    model = make_model((64, 64, 1), method="ae", num_latents=3)
+    images = tf.constant(np.random.default_rng(0).random((8, 64, 64, 1)), tf.float32)
+    assert set(model.encode(images)) == {"mean"}
+    with tf.GradientTape() as tape:
+        terms = model.loss_terms(images, step=0, seed=[1, 2])
+    assert "kl" not in terms and float(terms["loss"]) == float(terms["reconstruction"])
+    grads = tape.gradient(terms["loss"], model.trainable_variables)
+    assert all(g is not None for g in grads)
