@@ -26,7 +26,7 @@ import keras
 import numpy as np
 from absl import app, flags, logging
 
-from benchmark import figures
+from benchmark import config, figures
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path
@@ -37,11 +37,9 @@ from models.registry import make_model
 import perturbations  # noqa: F401  (registers the artefact loader: data.artefact)
 
 SCHEMA_VERSION = 1
-GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
-flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"beta_vae.beta = 8\".")
+config.define_gin_flags("beta_vae.beta = 8")
 flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<model>_<dataset>_"
                     "<variant>_seed<seed>).")
 flags.DEFINE_boolean("overwrite", False, "Retrain even when the run directory is complete.")
@@ -86,13 +84,6 @@ def make_stream(model, data, settings: dict, first_batch: int):
                                      first_batch, rate=settings["pair_rate"],
                                      negatives=kind == "pairs_with_negatives")
     raise ValueError(f"model {model.name!r} asks for unknown input kind {kind!r}")
-
-
-def parse_config(gin_files, gin_bindings) -> None:
-    """Parses gin files and bindings; unknown or misspelt bindings fail here, before training."""
-    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
-    gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
-                                        finalize_config=False)
 
 
 def batched_representation(model, batch_size: int = 256):
@@ -199,7 +190,7 @@ def main(argv):
     if not FLAGS.gin_file and not FLAGS.gin_bindings:
         raise app.UsageError("give at least one --gin_file or --gin_bindings")
     try:
-        parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
+        config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
     except (ValueError, KeyError, IOError) as error:
         print(f"error: invalid gin configuration: {error}", file=sys.stderr)
         sys.exit(2)

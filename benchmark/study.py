@@ -27,9 +27,8 @@ import time
 import gin
 from absl import app, flags, logging
 
+from benchmark import config
 from benchmark.atomic import atomic_path
-
-GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
 
 FLAGS = flags.FLAGS
 
@@ -37,8 +36,7 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
     """The command's flags (defined only when it runs as a command, so that
     importing this module next to another command's flags never clashes)."""
-    flags.DEFINE_multi_string("gin_file", [], "Study config files (searched also in gin_configs/).")
-    flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"study.seeds = [0]\".")
+    config.define_gin_flags("study.seeds = [0]")
     flags.DEFINE_enum("backend", "local", ["local", "ray"], "Where the runs execute.")
     flags.DEFINE_integer("workers", 1, "Runs at a time (local backend; each run uses all cores "
                          "it is given, so 1 is right on a small machine).")
@@ -247,10 +245,8 @@ def _ray_map(commands: dict, address: str | None):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
     try:
-        gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_bindings,
-                                            finalize_config=False)
+        config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = study_settings()
     except (ValueError, KeyError, IOError, RuntimeError) as error:
         print(f"error: invalid study configuration: {error}", file=sys.stderr)

@@ -27,6 +27,7 @@ from absl import app, flags, logging
 
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
+from benchmark import config
 from benchmark.atomic import atomic_path
 from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
@@ -34,16 +35,13 @@ from benchmark.data.preview import save_sheet, tile_rows
 from benchmark.data.variants import DEFAULT_EPS
 from perturbations import artefact, manipulation, references
 
-GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
-
 FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
     """The command's flags (defined only when it runs as a command, so that
     importing this module next to another command's flags never clashes)."""
-    flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in gin_configs/).")
-    flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings, e.g. \"generation.steps = 100\".")
+    config.define_gin_flags("generation.steps = 100")
     flags.DEFINE_string("export", None, "Also write the modified dataset in the official file "
                         "format to this path (.npz for dSprites, .h5 for Shapes3D).")
 
@@ -222,10 +220,8 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
     try:
-        gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_bindings,
-                                            finalize_config=False)
+        config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = generation_settings()
     except (ValueError, KeyError, IOError) as error:
         print(f"error: invalid generation configuration: {error}", file=sys.stderr)

@@ -56,26 +56,26 @@ def test_misspelt_binding_fails_before_training(tmp_path):
 def test_every_gin_config_parses_and_builds(path):
     import numpy as np
 
-    from benchmark import run
+    from benchmark import config, run  # noqa: F401  (run registers the run.* settings)
     from benchmark.data import load_data
     from models.registry import make_model
     gin.clear_config()
     try:
         if path.startswith("studies/"):
             from benchmark import study
-            run.parse_config([path], [])
+            config.parse_config([path], [])
             specs = study.expand(study.study_settings())
             assert specs and all((ROOT / "gin_configs" / f).exists()
                                  for s in specs for f in s.gin_files)
             return
         if path.startswith("perturbations/"):
             from perturbations import generate
-            run.parse_config([path], [])
+            config.parse_config([path], [])
             settings = generate.generation_settings()
             assert all((ROOT / "gin_configs" / f).exists()
                        for f in settings["reference_gin_files"])
             return
-        run.parse_config([path], ["data.source = 'procedural'"])
+        config.parse_config([path], ["data.source = 'procedural'"])
         data = load_data()
         if path.startswith(("models/", "papers/")):
             model = make_model(data.observation_shape)

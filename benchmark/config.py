@@ -1,0 +1,26 @@
+"""Gin configuration of the suite's commands: one search path, one parser, one pair of flags."""
+
+from __future__ import annotations
+
+import pathlib
+
+import gin
+from absl import flags
+
+#: gin files named relative to this folder are found from any working directory
+GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
+
+
+def parse_config(gin_files, gin_bindings) -> None:
+    """Parses gin files and bindings; an unknown or misspelt binding fails here, before any
+    work starts. The config stays unlocked so lazily imported modules can still register."""
+    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+    gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
+                                        finalize_config=False)
+
+
+def define_gin_flags(example_binding: str) -> None:
+    """--gin_file (repeatable) and --gin_bindings (repeatable) of a command."""
+    flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in "
+                              "gin_configs/).")
+    flags.DEFINE_multi_string("gin_bindings", [], f"Gin bindings, e.g. \"{example_binding}\".")
