@@ -40,6 +40,10 @@ class PCL(TrainableModel):
         self.a = self.add_weight(shape=(d,), initializer="zeros", name="a")
         self.c = self.add_weight(shape=(), initializer="zeros", name="c")
 
+    def encode(self, images, training: bool = False) -> dict:
+        """{'mean': h(images)} (n, d): PCL's code has no variance."""
+        return self.encoder(images, training=training)
+
     def representation(self, images):
         return self.encoder(images)["mean"]
 

@@ -91,3 +91,17 @@ def test_unknown_method_is_a_clear_error():
     from models.registry import make_model
     with pytest.raises(ValueError, match="unknown model.method"):
         make_model((64, 64, 1), method="vae2")
+
+
+def test_model_health_of_every_method():
+    import numpy as np
+
+    from benchmark.run import model_health
+    from models.registry import METHODS, make_model
+    images = np.random.default_rng(0).uniform(0, 1, (6, 64, 64, 1)).astype(np.float32)
+    for method in METHODS:
+        health = model_health(make_model((64, 64, 1), method=method, num_latents=3), images, 5,
+                              batch_size=4)
+        variational = method not in ("ae", "pcl")
+        assert ("active_units" in health) == variational, method
+        assert ("psnr" in health) == (method != "pcl"), method
