@@ -87,37 +87,45 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     start = time.perf_counter()
     last_log, last_log_step = start, resumed_from
     iterator = iter(make_stream(resumed_from))
-    while int(step) < num_steps:
-        current = int(step)
-        batch = next(iterator)
-        values = train_step(batch, tf.constant(current, tf.int64))
-        terms = {name: float(value) for name, value in values.items()}
-        bad = [name for name, value in terms.items() if not math.isfinite(value)]
-        if bad:
-            bar.close()
-            raise TrainingDiverged(
-                f"step {current}: loss term '{bad[0]}' is {terms[bad[0]]} (all terms: {terms}); "
-                f"the last good checkpoint is {manager.latest_checkpoint or 'none'}")
-        step.assign(current + 1)
-        bar.update(1)
-        if (current + 1) % log_every == 0 or current + 1 == num_steps:
-            now = time.perf_counter()
-            rate = (current + 1 - last_log_step) * _batch_size(batch) / max(now - last_log, 1e-9)
-            last_log, last_log_step = now, current + 1
-            with writer.as_default(step=current + 1):
-                for name, value in terms.items():
-                    tf.summary.scalar(f"loss/{name}", value)
-                tf.summary.scalar("throughput/images_per_second", rate)
-            bar.set_postfix(loss=f"{terms.get('loss', float('nan')):.2f}", img_s=f"{rate:.0f}")
-            if not progress:
-                logging.info("step %d/%d  %s  %.0f img/s", current + 1, num_steps,
-                             "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
-        if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
-            manager.save(checkpoint_number=current + 1)
-            if image_summary is not None:
+    try:
+        while int(step) < num_steps:
+            current = int(step)
+            batch = next(iterator)
+            values = train_step(batch, tf.constant(current, tf.int64))
+            terms = {name: float(value) for name, value in values.items()}
+            bad = [name for name, value in terms.items() if not math.isfinite(value)]
+            if bad:
+                raise TrainingDiverged(
+                    f"step {current}: loss term '{bad[0]}' is {terms[bad[0]]} (all terms: "
+                    f"{terms}); the last good checkpoint is "
+                    f"{manager.latest_checkpoint or 'none'}")
+            step.assign(current + 1)
+            bar.update(1)
+            if (current + 1) % log_every == 0 or current + 1 == num_steps:
+                now = time.perf_counter()
+                rate = ((current + 1 - last_log_step) * _batch_size(batch)
+                        / max(now - last_log, 1e-9))
+                last_log, last_log_step = now, current + 1
                 with writer.as_default(step=current + 1):
-                    tf.summary.image("reconstructions", image_summary()[None])
-    bar.close()
+                    for name, value in terms.items():
+                        tf.summary.scalar(f"loss/{name}", value)
+                    tf.summary.scalar("throughput/images_per_second", rate)
+                bar.set_postfix(loss=f"{terms.get('loss', float('nan')):.2f}",
+                                img_s=f"{rate:.0f}")
+                if not progress:
+                    logging.info("step %d/%d  %s  %.0f img/s", current + 1, num_steps,
+                                 "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
+            if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
+                manager.save(checkpoint_number=current + 1)
+                if image_summary is not None:
+                    with writer.as_default(step=current + 1):
+                        tf.summary.image("reconstructions", image_summary()[None])
+    finally:
+        # Batches may come from Python (tf.numpy_function) on prefetch threads; drop the
+        # iterator whatever happened, so none of them is left running at interpreter exit
+        # (where it can block shutdown).
+        del iterator
+        bar.close()
     writer.flush()
     return {"steps": int(step), "resumed_from": resumed_from,
             "seconds": time.perf_counter() - start, "final_terms": terms}
