@@ -14,8 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from benchmark.metrics import (beta_vae, codes, dci, factor_vae, infomec, mig, modularity,
-                               sap, unsupervised)
+from benchmark.metrics import (beta_vae, codes, dci, factor_vae, infomec, mcc, mig,
+                               modularity, sap, unsupervised)
 
 MetricInputError = codes.MetricInputError
 
@@ -43,6 +43,8 @@ def _codes_level(name: str) -> Callable:
             f, c, rng),
         "beta_vae_score": lambda f, c, rng, tf: beta_vae.beta_vae_score_from_codes(f, c, rng),
         "unsupervised": lambda f, c, rng, tf: unsupervised.unsupervised_from_codes(c),
+        "mcc": lambda f, c, rng, tf: {**mcc.mcc_from_codes(f, c, "pearson"),
+                                      **mcc.mcc_from_codes(f, c, "spearman")},
     }
     return table[name]
 
@@ -59,6 +61,7 @@ METRICS: dict[str, Callable] = {
     "factor_vae_score": factor_vae.factor_vae_score,
     "beta_vae_score": beta_vae.beta_vae_score,
     "unsupervised": unsupervised.unsupervised,
+    "mcc": mcc.mcc,
 }
 
 
