@@ -96,7 +96,9 @@ def batched_representation(model, batch_size: int = 256):
 def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 256
                  ) -> dict:
     """Active units and the overpruning flag (methods with a posterior log-variance), PSNR
-    and the model's own mean reconstruction loss (methods with a decoder) on `images`."""
+    and the model's own mean reconstruction loss (methods with a decoder) on `images`.
+    The decoder sees what `encode` gives it: 'codes' where a method quantises, else the
+    posterior mean."""
     scores = {}
     batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
     encoded = [model.encode(batch) for batch in batches]
@@ -109,8 +111,9 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
         scores["psnr"] = health.psnr(images, decoded.astype(np.float64))
         if hasattr(model, "reconstruction_loss"):
             scores["reconstruction_loss"] = float(np.mean(np.concatenate([
-                np.asarray(model.reconstruction_loss(batch, model.decode(c)))
-                for batch, c in zip(batches, codes)])))
+                np.asarray(model.reconstruction_loss(batch, model.decode(e.get("codes",
+                                                                               e["mean"]))))
+                for batch, e in zip(batches, encoded)])))
     return scores
 
 

@@ -39,7 +39,7 @@ class ScalarCodebookQuantizer(keras.layers.Layer):
 
     def __init__(self, num_latents: int, num_values: int = 10, shared: bool = False,
                  **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**{"dtype": "float32", **kwargs})    # float32 under any policy
         if int(num_values) < 2:
             raise ValueError(f"a scalar codebook needs >= 2 values, found {num_values}")
         rows = 1 if shared else int(num_latents)
@@ -68,7 +68,7 @@ class VectorQuantizer(keras.layers.Layer):
 
     def __init__(self, num_vectors: int, vector_size: int, codebook_size: int = 512,
                  **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**{"dtype": "float32", **kwargs})
         self.num_vectors, self.vector_size = int(num_vectors), int(vector_size)
         self.codebook = self.add_weight(
             shape=(int(codebook_size), self.vector_size), name="codebook",

@@ -1,6 +1,6 @@
 """Builds a model by method name: the gin entry point of models/.
 
-    model.method = 'beta_vae'   # ae | beta_vae | annealed_vae | beta_tcvae | dip_vae | slowvae | pcl
+    model.method = 'beta_vae'   # see METHODS (ae, beta_vae, ..., pcl, qlae, vq_vae)
     model.num_latents = 5
     model.architecture = 'conv'      # conv | mlp
     beta_vae.beta = 8.0              # each method's hyperparameters live in its own scope
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gin
 
-from models import architectures, factorvae, pcl, slowvae, vae
+from models import architectures, factorvae, pcl, quantized, slowvae, vae
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae}
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
-METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl")
+METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae")
 PLUGIN_METHODS = ("vae", "custom")
 #: what the training loop, the runner and the metrics need of a model
 MODEL_INTERFACE = ("train_step", "representation", "optimizers_list", "optimizer_variables")
@@ -75,6 +75,18 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
         return vae.VAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        make_decoder(num_latents, tuple(observation_shape)), regularizer,
                        name=name or method)
+    if method == "qlae":
+        return quantized.make_qlae(
+            architectures.mean_only(make_encoder(tuple(observation_shape),
+                                                 num_latents=num_latents), "qlae_encoder"),
+            make_decoder(num_latents, tuple(observation_shape)), num_latents)
+    if method == "vq_vae":
+        sizes = quantized.vq_vae_sizes()
+        width = num_latents * sizes["vector_size"]
+        return quantized.make_vq_vae(
+            architectures.mean_only(make_encoder(tuple(observation_shape), num_latents=width),
+                                    "vq_vae_encoder"),
+            make_decoder(width, tuple(observation_shape)), num_latents, **sizes)
     if method == "pcl":
         return pcl.PCL(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        name=method)

@@ -48,3 +48,26 @@ def test_fsq_grid_and_straight_through():
                                1 - np.tanh(x.numpy()) ** 2, rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match="levels"):
         finite_scalar_quantize(x, 1)
+
+
+def test_qlae_and_vq_vae_train_and_represent_on_their_codebooks():
+    from models.registry import make_model
+    images = tf.constant(np.random.default_rng(0).uniform(0, 1, (8, 64, 64, 1)), tf.float32)
+    qlae = make_model((64, 64, 1), method="qlae", num_latents=4)
+    for step in range(2):
+        terms = qlae.train_step(images, tf.constant(step, tf.int64), tf.constant([0, step]))
+    assert {"loss", "reconstruction", "quantize", "commit"} <= set(terms)
+    assert all(np.isfinite(float(v)) for v in terms.values())
+    codes = qlae.representation(images).numpy()
+    values = qlae.quantizer.values.numpy()
+    assert all(np.isin(np.round(codes[:, j], 5), np.round(values[j], 5)).all()
+               for j in range(4))
+    assert qlae.decode_images(codes).shape == (8, 64, 64, 1)
+    vq = make_model((64, 64, 1), method="vq_vae", num_latents=3)
+    vq.train_step(images, tf.constant(0, tf.int64), tf.constant([0, 0]))
+    indices = vq.representation(images).numpy()
+    assert indices.shape == (8, 3) and np.all(indices == np.round(indices))
+    assert indices.min() >= 0 and indices.max() < 512
+    np.testing.assert_allclose(vq.decode_images(indices).numpy(),
+                               tf.sigmoid(vq.decode(vq.encode(images)["codes"])).numpy(),
+                               atol=1e-5)

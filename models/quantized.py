@@ -1,0 +1,113 @@
+"""Quantised-latent autoencoders: QLAE and VQ-VAE (paper 001), one model, the quantiser
+plugged in (models/quantizers.py).
+
+loss = reconstruction + lambda_quantize * L_quantize + lambda_commit * L_commit
+(paper 001 Algorithm 2), trained with AdamW (lr 1e-3, betas 0.9 / 0.99, weight decay on the
+encoder and decoder weights, not on the codebook; Tables 9 and 11). The representation is
+the quantised code for QLAE (scalar values, so traversals interpolate between them) and
+the categorical code indices for VQ-VAE (paper 001 sec. 5: "we use the categorical codes
+for evaluation").
+"""
+
+from __future__ import annotations
+
+import gin
+import keras
+import tensorflow as tf
+
+from models import losses
+from models.base import TrainableModel
+from models.quantizers import ScalarCodebookQuantizer, VectorQuantizer
+
+
+@gin.configurable("adamw", allowlist=["learning_rate", "beta_1", "beta_2", "weight_decay",
+                                      "clipnorm"])
+def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.99,
+                   weight_decay: float = 0.1, clipnorm: float | None = 1.0
+                   ) -> keras.optimizers.Optimizer:
+    """AdamW of paper 001 Table 9 (weight decay 0.1, its tuned QLAE value on Table 11's grid;
+    gradient clipping 1.0, REFERENCE.md)."""
+    return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
+                                  beta_2=beta_2, clipnorm=clipnorm)
+
+
+class QuantizedAE(TrainableModel):
+    """encoder (mean head) -> quantiser -> decoder; batches are images (n, 64, 64, c)."""
+
+    def __init__(self, encoder, decoder, quantizer, lambda_quantize: float = 1e-2,
+                 lambda_commit: float = 1e-2, categorical_codes: bool = False,
+                 reconstruction_loss=losses.bernoulli_reconstruction, optimizer=None,
+                 **kwargs):
+        optimizer = optimizer or paper001_adamw()
+        super().__init__(optimizer, **kwargs)
+        self.encoder, self.decoder, self.quantizer = encoder, decoder, quantizer
+        self.lambda_quantize, self.lambda_commit = float(lambda_quantize), float(lambda_commit)
+        self.categorical_codes = categorical_codes
+        self.reconstruction_loss = reconstruction_loss
+        optimizer.exclude_from_weight_decay(var_list=quantizer.trainable_variables)
+
+    def encode(self, images, training: bool = False) -> dict:
+        continuous = self.encoder(images, training=training)["mean"]
+        quantised, _ = self.quantizer(continuous)
+        return {"mean": continuous, "codes": quantised}
+
+    def decode(self, codes, training: bool = False):
+        return self.decoder(codes, training=training)
+
+    def representation(self, images):
+        """Quantised code (n, n_z) (QLAE) or codebook indices (n, n_z) (VQ-VAE)."""
+        continuous = self.encoder(images)["mean"]
+        if self.categorical_codes:
+            return tf.cast(self.quantizer.indices(continuous), tf.float32)
+        return self.quantizer(continuous)[0]
+
+    def decode_images(self, codes):
+        """Images in [0, 1] from representation codes; VQ-VAE indices are looked up in the
+        codebook first (rounded, so traversals step from entry to entry)."""
+        if self.categorical_codes:
+            indices = tf.cast(tf.round(codes), tf.int32)
+            size = tf.shape(self.quantizer.codebook)[0]
+            vectors = tf.gather(self.quantizer.codebook, tf.clip_by_value(indices, 0, size - 1))
+            codes = tf.reshape(vectors, [tf.shape(codes)[0], -1])
+        return tf.sigmoid(self.decode(codes))
+
+    def loss_terms(self, images, step, seed) -> dict:
+        continuous = self.encoder(images, training=True)["mean"]
+        quantised, aux = self.quantizer(continuous)
+        reconstruction = tf.reduce_mean(self.reconstruction_loss(images,
+                                                                 self.decode(quantised, True)))
+        loss = (reconstruction + self.lambda_quantize * aux["quantize"]
+                + self.lambda_commit * aux["commit"])
+        return {"loss": loss, "reconstruction": reconstruction, **aux}
+
+
+@gin.configurable("qlae", allowlist=["num_values", "shared_codebook", "lambda_quantize",
+                                     "lambda_commit"])
+def make_qlae(encoder, decoder, num_latents: int, num_values: int = 10,
+              shared_codebook: bool = False, lambda_quantize: float = 1e-2,
+              lambda_commit: float = 1e-2, name: str = "qlae") -> QuantizedAE:
+    """QLAE (paper 001): n_v = 10 values per dim, both loss weights 1e-2 (Table 8);
+    shared_codebook = True is Table 2's ablation "w/o dimension-specific codebooks"."""
+    quantizer = ScalarCodebookQuantizer(num_latents, num_values, shared=shared_codebook)
+    return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
+                       name=name)
+
+
+@gin.configurable("vq_vae", allowlist=["vector_size", "codebook_size", "lambda_quantize",
+                                       "lambda_commit"])
+def vq_vae_sizes(vector_size: int = 64, codebook_size: int = 512,
+                 lambda_quantize: float = 1.0, lambda_commit: float = 0.25) -> dict:
+    """VQ-VAE baseline of paper 001 (d = 64, n_v = 512); loss weights of van den Oord et al.
+    (quantize 1, commit 0.25), which paper 001 does not restate."""
+    return dict(vector_size=int(vector_size), codebook_size=int(codebook_size),
+                lambda_quantize=float(lambda_quantize), lambda_commit=float(lambda_commit))
+
+
+def make_vq_vae(encoder, decoder, num_latents: int, vector_size: int, codebook_size: int,
+                lambda_quantize: float, lambda_commit: float, name: str = "vq_vae"
+                ) -> QuantizedAE:
+    """VQ-VAE over n_z = num_latents vectors; encoder and decoder use n_z * vector_size
+    continuous dims."""
+    quantizer = VectorQuantizer(num_latents, vector_size, codebook_size)
+    return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
+                       categorical_codes=True, name=name)
