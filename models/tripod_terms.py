@@ -5,8 +5,9 @@
   (bandwidth sigma_j, eq. 13) over the batch; KLM = mean_b [log q(z_b) - sum_j log q_j(z_bj)].
 - `normalized_hessian_penalty(f, z, sigma, seed)`: NHP, eqs. (16)-(17) with the central
   differences of eq. (9): Var[v^T H_k v] / Var[w^T H_k w] with v_j ~ sigma_j Rademacher and
-  w_j ~ sigma_j N(0, 1), numerators and denominators summed over the batch per activation
-  k before dividing, then averaged over k (sec. 3.4). Zero for a decoder additive in the
+  w_j ~ sigma_j N(0, 1); per sample, numerators and denominators are summed over the
+  regularised activations k before dividing, then averaged over the batch (Algorithm 1,
+  line 24; sec. 3.4). Zero for a decoder additive in the
   latents, invariant to rescaling the output or any latent (Proposition 3.1).
 `hessian_penalty` is the original, unnormalised Hutchinson estimate (eq. 8) for naive Tripod.
 sigma is the batch standard deviation of the *continuous* latents (sec. 3.4).
@@ -62,7 +63,7 @@ def normalized_hessian_penalty(f, z, sigma, seed, num_probes: int = 2,
     gaussian = tf.random.stateless_normal(shape, seeds[1], dtype=z.dtype)
     numer = tf.math.reduce_variance(_second_directional(f, z, rademacher * sigma, epsilon), 0)
     denom = tf.math.reduce_variance(_second_directional(f, z, gaussian * sigma, epsilon), 0)
-    return tf.reduce_mean(tf.reduce_sum(numer, 0) / (tf.reduce_sum(denom, 0) + eps))
+    return tf.reduce_mean(tf.reduce_sum(numer, 1) / (tf.reduce_sum(denom, 1) + eps))
 
 
 def hessian_penalty(f, z, seed, num_probes: int = 2, epsilon: float = 0.1):
