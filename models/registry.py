@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import gin
 
-from models import architectures, factorvae, pcl, quantized, slowvae, vae
+from models import architectures, factorvae, pcl, quantized, slowvae, tripod, vae
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae}
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
-METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae")
+METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae",
+                                   "tripod")
 PLUGIN_METHODS = ("vae", "custom")
 #: what the training loop, the runner and the metrics need of a model
 MODEL_INTERFACE = ("train_step", "representation", "optimizers_list", "optimizer_variables")
@@ -75,6 +76,11 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
         return vae.VAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        make_decoder(num_latents, tuple(observation_shape)), regularizer,
                        name=name or method)
+    if method == "tripod":
+        return tripod.make_tripod(
+            architectures.mean_only(make_encoder(tuple(observation_shape),
+                                                 num_latents=num_latents), "tripod_encoder"),
+            make_decoder(num_latents, tuple(observation_shape)))
     if method == "qlae":
         return quantized.make_qlae(
             architectures.mean_only(make_encoder(tuple(observation_shape),

@@ -73,3 +73,23 @@ def test_nhp_invariant_to_rescaling_output_and_a_latent():
     plain = float(hessian_penalty(f, z, [7, 7]))
     assert float(hessian_penalty(lambda x: 10.0 * f(x), z, [7, 7])) == pytest.approx(
         100 * plain, rel=1e-6)                           # the original penalty is not
+
+
+@pytest.mark.parametrize("bindings", [{}, {"naive": True}, {"lambda_nhp": 0.0},
+                                      {"lambda_klm": 0.0}, {"num_levels": 144}])
+def test_tripod_and_its_ablations_train_with_finite_terms(bindings):
+    from models import architectures
+    from models.tripod import make_tripod
+    encoder = architectures.mean_only(architectures.conv_encoder((64, 64, 1), 3), "e")
+    model = make_tripod(encoder, architectures.conv_decoder(3, (64, 64, 1)), **bindings)
+    images = tf.constant(np.random.default_rng(0).uniform(0, 1, (8, 64, 64, 1)), tf.float32)
+    terms = model.train_step(images, tf.constant(0, tf.int64), tf.constant([0, 1]))
+    assert all(np.isfinite(float(v)) for v in terms.values())
+    assert ("klm" in terms) == (bindings.get("lambda_klm", 1) > 0)
+    assert ("hessian_penalty" in terms) == (bindings.get("lambda_nhp", 1) > 0)
+    assert ("commit" in terms) == bindings.get("naive", False)
+    codes = model.representation(images).numpy()
+    levels = bindings.get("num_levels", 12)
+    if not bindings.get("naive"):                       # FSQ grid
+        np.testing.assert_allclose((codes + 1) * (levels - 1) / 2,
+                                   np.round((codes + 1) * (levels - 1) / 2), atol=1e-4)
