@@ -7,8 +7,9 @@ ablations of Table 1 as switches of the same model:
 with c the encoder output, z = FSQ(c) (eq. 10, n_q levels), sigma the batch std of c
 (sec. 3.4), h the regularised decoder activations. Switches:
 - `naive=True`: naive Tripod (sec. 4.1): QLAE's learnable scalar codebooks (with their
-  quantize / commit losses, weights 1e-2 as in QLAE) instead of FSQ, KLM with unit bandwidth instead of the
-  data-adapted smoothing, the original Hessian penalty (eq. 8) instead of NHP;
+  quantize / commit losses, weights 1e-2 as in QLAE) instead of FSQ, KLM with unit
+  bandwidth instead of the data-adapted smoothing, the original Hessian penalty (eq. 8)
+  instead of NHP;
 - `lambda_nhp = 0` (w/o NHP), `lambda_klm = 0` (w/o KLM), `num_levels = 144` (finer
   quantisation: 12 -> 12^2, Table 1).
 Choice where the paper leaves the architecture open: the regularised activations are the
