@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import gin
 
-from models import architectures, factorvae, pcl, quantized, slowvae, tripod, vae
+from models import architectures, cliff, factorvae, pcl, quantized, slowvae, tripod, vae
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
-                 "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae}
+                 "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae,
+                 "cliff_vae": cliff.cliff_vae, "cliff_ae": cliff.cliff_ae,
+                 "hfs_vae": cliff.hfs_vae}
+#: regularised autoencoders: mean-only encoder, the mean is decoded, no KL
+_DETERMINISTIC = ("ae", "cliff_ae")
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
 METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae",
@@ -105,7 +109,8 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
         return slowvae.SlowVAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                                make_decoder(num_latents, tuple(observation_shape)), name=method)
     encoder = make_encoder(tuple(observation_shape), num_latents=num_latents)
-    if method == "ae":
-        encoder = architectures.mean_only(encoder, "ae_encoder")
+    if method in _DETERMINISTIC:
+        encoder = architectures.mean_only(encoder, f"{method}_encoder")
     return vae.VAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
-                   _REGULARIZERS[method](), sample_latents=method != "ae", name=method)
+                   _REGULARIZERS[method](), sample_latents=method not in _DETERMINISTIC,
+                   name=method)
