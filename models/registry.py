@@ -23,9 +23,9 @@ from models import architectures, cliff, factorvae, pcl, quantized, slowvae, tri
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae,
                  "cliff_vae": cliff.cliff_vae, "cliff_ae": cliff.cliff_ae,
-                 "hfs_vae": cliff.hfs_vae}
+                 "hfs_vae": cliff.hfs_vae, "bio_ae": vae.bio_ae}
 #: regularised autoencoders: mean-only encoder, the mean is decoded, no KL
-_DETERMINISTIC = ("ae", "cliff_ae")
+_DETERMINISTIC = ("ae", "cliff_ae", "bio_ae")
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
 METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae",
@@ -111,6 +111,7 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
     encoder = make_encoder(tuple(observation_shape), num_latents=num_latents)
     if method in _DETERMINISTIC:
         encoder = architectures.mean_only(encoder, f"{method}_encoder")
+    optimizer = quantized.paper001_adamw() if method == "bio_ae" else None
     return vae.VAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
-                   _REGULARIZERS[method](), sample_latents=method not in _DETERMINISTIC,
-                   name=method)
+                   _REGULARIZERS[method](), optimizer=optimizer,
+                   sample_latents=method not in _DETERMINISTIC, name=method)

@@ -10,6 +10,11 @@ with reconstruction and KL per example summed over pixels / latents. Regulariser
 - `dip_vae(lambda_od, lambda_d_factor, kind)`: KL + DIP moment penalty on Cov[mean]
   (kind 'i') or Cov[z] (kind 'ii'), lambda_d = lambda_d_factor * lambda_od
   (Kumar et al. 2018).
+- `bio_ae(lambda_activity, lambda_nonnegative)`: BioAE (Whittington et al. 2023, a
+  baseline of paper 001): activity energy lambda_activity * ||z||^2 plus a penalty on
+  negative activity lambda_nonnegative * ||relu(-z)||^2 on a deterministic code; trained
+  with paper 001's AdamW (Table 9). lambda_nonnegative = 1 is this suite's choice (paper
+  001 tunes only lambda_activity over [0.01, 100], Table 11).
 - `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` with a mean-only
   encoder (architectures.mean_only): it decodes the mean and has no KL term.
 Each returns a dict of named terms so the training loop logs them all.
@@ -41,6 +46,16 @@ def ae() -> Regularizer:
     """No regulariser: with `VAE(sample_latents=False)` this is a plain autoencoder."""
     def regularizer(kl, mean, logvar, z, step):
         return {"regularizer": tf.zeros_like(kl)}
+    return regularizer
+
+
+@gin.configurable("bio_ae")
+def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Regularizer:
+    def regularizer(kl, mean, logvar, z, step):
+        activity = tf.reduce_mean(tf.reduce_sum(tf.square(z), axis=1))
+        negative = tf.reduce_mean(tf.reduce_sum(tf.square(tf.nn.relu(-z)), axis=1))
+        return {"regularizer": lambda_activity * activity + lambda_nonnegative * negative,
+                "activity": activity, "negative_activity": negative}
     return regularizer
 
 

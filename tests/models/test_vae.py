@@ -45,3 +45,11 @@ def test_ae_has_no_variance_head_and_trains_every_weight():
     assert "kl" not in terms and float(terms["loss"]) == float(terms["reconstruction"])
     grads = tape.gradient(terms["loss"], model.trainable_variables)
     assert all(g is not None for g in grads)
+
+
+def test_bio_ae_penalises_activity_and_negative_codes():
+    z = tf.constant([[1.0, -2.0], [0.0, 3.0]])
+    terms = vae.bio_ae(lambda_activity=0.5, lambda_nonnegative=2.0)(None, z, None, z, 0)
+    assert float(terms["activity"]) == pytest.approx((1 + 4 + 0 + 9) / 2)
+    assert float(terms["negative_activity"]) == pytest.approx(4 / 2)
+    assert float(terms["regularizer"]) == pytest.approx(0.5 * 7 + 2.0 * 2)
