@@ -19,16 +19,51 @@ from models.vae import VAE
 
 
 def permute_dims(z, seed):
-    """Each column of z (n, d) permuted independently across the batch, stateless."""
-    keys = tf.random.stateless_uniform(tf.shape(z), seed)
+    """Each latent of z (n, d) or (n, d, K) permuted independently across the batch (a
+    latent's trailing K values move together), stateless."""
+    keys = tf.random.stateless_uniform(tf.shape(z)[:2], seed)
     order = tf.argsort(keys, axis=0)
-    return tf.transpose(tf.gather(tf.transpose(z), tf.transpose(order), batch_dims=1))
+    axes = [1, 0] + list(range(2, len(z.shape)))
+    return tf.transpose(tf.gather(tf.transpose(z, axes), tf.transpose(order), batch_dims=1),
+                        axes)
 
 
-def discriminator(num_latents: int, units: int = 1000, layers_count: int = 6) -> keras.Model:
-    """MLP (n, d) -> 2 logits (real code, permuted code)."""
-    codes = keras.Input(shape=(num_latents,))
-    x = codes
+def tc_and_discriminator_loss(discriminator, codes, seed):
+    """(TC estimate mean(logit_real - logit_permuted) of `codes` (gradients reach the codes),
+    the discriminator's cross-entropy on real vs dim-permuted codes (reaches only it))."""
+    logits = discriminator(codes, training=True)
+    tc = tf.reduce_mean(logits[:, 0] - logits[:, 1])
+    fixed = tf.stop_gradient(codes)
+    real_logits = discriminator(fixed, training=True)
+    permuted_logits = discriminator(permute_dims(fixed, seed), training=True)
+    n = tf.shape(codes)[0]
+    loss = 0.5 * (
+        tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.zeros(n, tf.int32), real_logits))
+        + tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.ones(n, tf.int32), permuted_logits)))
+    return tc, loss
+
+
+def train_with_discriminator(model, batch, step, seed, model_variables) -> dict:
+    """One update of `model_variables` on terms['loss'] and one of model.discriminator on
+    terms['discriminator_loss'], each with its own optimiser."""
+    with tf.GradientTape(persistent=True) as tape:
+        terms = model.loss_terms(batch, step, seed)
+    disc_variables = model.discriminator.trainable_variables
+    model.model_optimizer.apply_gradients(zip(tape.gradient(terms["loss"], model_variables),
+                                              model_variables))
+    model.discriminator_optimizer.apply_gradients(
+        zip(tape.gradient(terms["discriminator_loss"], disc_variables), disc_variables))
+    del tape
+    return terms
+
+
+def discriminator(input_shape, units: int = 1000, layers_count: int = 6) -> keras.Model:
+    """MLP (n, *input_shape) -> 2 logits (real code, permuted code)."""
+    codes = keras.Input(shape=tuple(input_shape) if isinstance(input_shape, (tuple, list))
+                        else (int(input_shape),))
+    x = keras.layers.Flatten()(codes)
     for _ in range(layers_count):
         x = keras.layers.LeakyReLU(negative_slope=0.2)(keras.layers.Dense(units)(x))
     return keras.Model(codes, keras.layers.Dense(2, dtype="float32")(x), name="discriminator")
@@ -64,27 +99,9 @@ class FactorVAE(VAE):
         z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seeds[0])
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
         kl = tf.reduce_mean(losses.gaussian_kl(mean, logvar))
-        logits = self.discriminator(z, training=True)
-        tc = tf.reduce_mean(logits[:, 0] - logits[:, 1])
-        permuted_logits = self.discriminator(permute_dims(tf.stop_gradient(z), seeds[1]),
-                                             training=True)
-        real_logits = self.discriminator(tf.stop_gradient(z), training=True)
-        discriminator_loss = 0.5 * (
-            tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                tf.zeros(tf.shape(z)[0], tf.int32), real_logits))
-            + tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                tf.ones(tf.shape(z)[0], tf.int32), permuted_logits)))
+        tc, discriminator_loss = tc_and_discriminator_loss(self.discriminator, z, seeds[1])
         return {"loss": reconstruction + kl + self.gamma * tc, "reconstruction": reconstruction,
                 "kl": kl, "total_correlation": tc, "discriminator_loss": discriminator_loss}
 
     def train_step(self, images, step, seed) -> dict:
-        with tf.GradientTape(persistent=True) as tape:
-            terms = self.loss_terms(images, step, seed)
-        vae_variables = self._vae_variables()
-        disc_variables = self.discriminator.trainable_variables
-        self.model_optimizer.apply_gradients(zip(tape.gradient(terms["loss"], vae_variables),
-                                                 vae_variables))
-        self.discriminator_optimizer.apply_gradients(
-            zip(tape.gradient(terms["discriminator_loss"], disc_variables), disc_variables))
-        del tape
-        return terms
+        return train_with_discriminator(self, images, step, seed, self._vae_variables())

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import gin
 
-from models import architectures, cliff, factorvae, pcl, quantized, slowvae, tripod, vae
+from models import (architectures, cliff, factorqvae, factorvae, pcl, quantized, slowvae,
+                    tripod, vae)
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae,
@@ -29,7 +30,7 @@ _DETERMINISTIC = ("ae", "cliff_ae", "bio_ae")
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
                   "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
 METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae",
-                                   "tripod")
+                                   "tripod") + tuple(factorqvae.VARIANTS)
 PLUGIN_METHODS = ("vae", "custom")
 #: what the training loop, the runner and the metrics need of a model
 MODEL_INTERFACE = ("train_step", "representation", "optimizers_list", "optimizer_variables")
@@ -80,6 +81,9 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
         return vae.VAE(make_encoder(tuple(observation_shape), num_latents=num_latents),
                        make_decoder(num_latents, tuple(observation_shape)), regularizer,
                        name=name or method)
+    if method in factorqvae.VARIANTS:
+        return factorqvae.make_discrete_vae(make_encoder, make_decoder, observation_shape,
+                                            num_latents, method)
     if method == "tripod":
         return tripod.make_tripod(
             architectures.mean_only(make_encoder(tuple(observation_shape),
