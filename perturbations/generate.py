@@ -113,15 +113,15 @@ def gather_references(settings: dict) -> list[dict]:
 
 
 def figure_sheet(data, network, eps: float, rng: np.random.Generator, rows: int = 6):
-    """Paper 002 Fig. 4: per factor setting, original | manipulation (m in [-1, 1] shown
-    in [0, 1]) | modified."""
+    """Paper 002 Fig. 4: per factor setting w (classes, in the dataset's factor order),
+    original | manipulation (m in [-1, 1] shown in [0, 1]) | modified."""
     factors = data.sample_factors(rows, rng)
     originals = data.observations_from_factors(factors, rng)
     delta = manipulation.manipulation_delta_fn(network, data.factor_sizes)(factors)
     modified = np.asarray(manipulation.reflect(originals + eps * delta))
     columns = [originals, (delta + 1.0) / 2.0, modified]
     sheet = tile_rows([np.stack([c[i] for c in columns]) for i in range(rows)])
-    labels = [" ".join(f"{n[:5]}={v}" for n, v in zip(data.factor_names, f)) for f in factors]
+    labels = [f"w = ({', '.join(str(int(v)) for v in f)})" for f in factors]
     return sheet, labels
 
 
@@ -194,8 +194,8 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
     modified = artefact.load_variant(data, out)
     sheet, labels = figure_sheet(data, network, settings["eps"],
                                  np.random.default_rng([settings["seed"], 7]))
-    save_sheet(sheet, labels, f"{data.name}: original | manipulation m(w) | modified "
-               f"(eps {settings['eps']})", out / "figure.png")
+    save_sheet(sheet, labels, f"{data.name} (eps {settings['eps']}): original | m(w) | "
+               "modified", out / "figure.png")
     encoders = {f"{side}:{r['run_dir']}": loaded[r["run_dir"]][0]
                 for side, chosen in (("entangled", entangled), ("disentangled", disentangled))
                 for r in chosen}
