@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import pathlib
 
 import gin
@@ -11,12 +13,33 @@ from absl import flags
 GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
 
 
+class _GinLookupFilter(logging.Filter):
+    """Drops gin's 'Path not found' errors, logged while it tries a file's literal path
+    before the search path (a file found on the search path is no error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.endswith(str(pathlib.Path("gin", "resource_reader.py")))
+
+
+@contextlib.contextmanager
+def _quiet_gin_lookups():
+    root = logging.getLogger()
+    quiet = _GinLookupFilter()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 def parse_config(gin_files, gin_bindings) -> None:
     """Parses gin files and bindings; an unknown or misspelt binding fails here, before any
-    work starts. The config stays unlocked so lazily imported modules can still register."""
+    work starts (a missing file too, with gin's error). The config stays unlocked so lazily
+    imported modules can still register."""
     gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
-    gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
-                                        finalize_config=False)
+    with _quiet_gin_lookups():
+        gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
+                                            finalize_config=False)
 
 
 def define_gin_flags(example_binding: str) -> None:
