@@ -2,7 +2,6 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-QUICKSTART_OUT ?= previews
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: quickstart test install install-test clean
@@ -23,15 +22,15 @@ $(VENV)/.installed-test: setup.py | $(PY)
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# The quickstart study: AE, beta-VAE, PCL on procedural dSprites, original / noisy /
+# modified (results/perturbations/dsprites_modified), then its report.
 quickstart: install
-	@for ds in dsprites shapes3d; do for v in original noisy; do \
-	  $(PY) -m benchmark.data preview --dataset=$$ds --variant=$$v \
-	    --out=$(QUICKSTART_OUT)/$$ds-$$v.png --verbosity=-1 || exit 1; \
-	done; done
-	@echo "Preview sheets are in $(QUICKSTART_OUT)/"
+	$(PY) -m benchmark.study --gin_file=studies/quickstart.gin --verbosity=-1
+	$(PY) -m benchmark.report --results=runs/quickstart --verbosity=-1
+	@echo "Quickstart report: runs/quickstart/report/report.md"
 
 test: install-test
 	$(PY) -m pytest -n 2 -q tests
 
 clean:
-	rm -rf $(VENV) $(QUICKSTART_OUT) .pytest_cache
+	rm -rf $(VENV) runs/quickstart .pytest_cache
