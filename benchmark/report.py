@@ -276,8 +276,9 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
                 d = match[0]
                 xs.append(j + i * width)
                 ys.append(d["drop"])
-                low = d["drop"] - d["ci_low"] if d["ci_low"] is not None else 0.0
-                high = d["ci_high"] - d["drop"] if d["ci_high"] is not None else 0.0
+                # no error bar (not a zero-width one) where a side has < 2 runs
+                low = d["drop"] - d["ci_low"] if d["ci_low"] is not None else np.nan
+                high = d["ci_high"] - d["drop"] if d["ci_high"] is not None else np.nan
                 err[0].append(low)
                 err[1].append(high)
         ax.bar(xs, ys, width, yerr=err, capsize=3, label=f"original → {variant}")
