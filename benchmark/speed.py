@@ -30,7 +30,8 @@ flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.da
 flags.DEFINE_list("metrics", ["mig", "dci", "sap", "modularity_explicitness", "infomec",
                                 "factor_vae_score", "beta_vae_score", "unsupervised"],
                   "Metrics to time (benchmark.speed metrics).")
-flags.DEFINE_list("model", [], "Methods to time, e.g. --model=beta_vae,pcl (benchmark.speed "
+flags.DEFINE_list("model", [], "Model configs (gin_configs/models/NAME.gin) or methods to time, "
+                  "e.g. --model=beta_vae,pcl,tripod_naive (benchmark.speed "
                   "train; default all).")
 flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
 flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
@@ -127,15 +128,30 @@ def speed_metrics() -> None:
     print(f"{'total':24s} {total:7.1f} s")
 
 
+def _speed_model(name, data, make_model, search_path, gin):
+    """The model `name` names: a model config gin_configs/models/NAME.gin (its settings,
+    e.g. tripod_naive, dip_vae_ii) or else a bare model.method with its defaults."""
+    gin.clear_config()
+    config = search_path / "models" / f"{name}.gin"
+    if config.exists():
+        gin.parse_config_files_and_bindings([str(config)], FLAGS.gin_bindings,
+                                            skip_unknown=["run"])
+        return make_model(data.observation_shape)
+    gin.parse_config(FLAGS.gin_bindings)
+    return make_model(data.observation_shape, method=name, num_latents=data.num_factors)
+
+
 def speed_train() -> None:
     import tensorflow as tf
 
     from benchmark.data import get_dataset, pipeline
     from models.registry import METHODS, make_model
+    import gin
+
+    from benchmark.config import GIN_SEARCH_PATH
     data = get_dataset(FLAGS.dataset, "procedural")
     for method in FLAGS.model or METHODS:
-        model = make_model(data.observation_shape, method=method,
-                           num_latents=data.num_factors)
+        model = _speed_model(method, data, make_model, GIN_SEARCH_PATH, gin)
         kind = model.input_kind
         if kind == "images":
             batch = tf.constant(pipeline.image_batch(data, FLAGS.batch_size, 0, 0))

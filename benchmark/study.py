@@ -102,7 +102,8 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
 
 
 def expand(settings: dict) -> list[RunSpec]:
-    """Every run of the grid, in a stable order."""
+    """Every run of the grid, in a stable order, seed-major (all cells of the first seed,
+    then of the second, ...)."""
     specs = []
     for model, gin_file in settings["models"].items():
         param, values = settings["line_search"].get(model, (None, [None]))
@@ -129,7 +130,9 @@ def expand(settings: dict) -> list[RunSpec]:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError("study grid has duplicate run names; check study.models/variants")
-    return specs
+    # Seed-major: an interrupted study has every cell's first seed before any second one.
+    seed_rank = {f"run.seed = {seed}": rank for rank, seed in enumerate(settings["seeds"])}
+    return sorted(specs, key=lambda spec: seed_rank[spec.bindings[-1]])
 
 
 def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:

@@ -7,6 +7,12 @@ encoder and decoder weights, not on the codebook; Tables 9 and 11). The represen
 the quantised code for QLAE (scalar values, so traversals interpolate between them) and
 the categorical code indices for VQ-VAE (paper 001 sec. 5: "we use the categorical codes
 for evaluation").
+
+QLVAE is the variational QLAE: the encoder's Gaussian posterior N(mean, exp(logvar)) is
+sampled (reparameterised) before quantisation and lambda_kl * KL(q(z|x) || N(0, I)) joins
+the loss. None of the five source papers states its settings (the issue names it beside
+QLAE); the suite's defaults keep QLAE's and add lambda_kl = 1e-2, the weight of the other two
+latent terms. The representation is the quantised posterior mean.
 """
 
 from __future__ import annotations
@@ -37,19 +43,24 @@ class QuantizedAE(TrainableModel):
     def __init__(self, encoder, decoder, quantizer, lambda_quantize: float = 1e-2,
                  lambda_commit: float = 1e-2, categorical_codes: bool = False,
                  reconstruction_loss=losses.bernoulli_reconstruction, optimizer=None,
-                 **kwargs):
+                 lambda_kl: float = 0.0, **kwargs):
         optimizer = optimizer or paper001_adamw()
         super().__init__(optimizer, **kwargs)
         self.encoder, self.decoder, self.quantizer = encoder, decoder, quantizer
         self.lambda_quantize, self.lambda_commit = float(lambda_quantize), float(lambda_commit)
         self.categorical_codes = categorical_codes
+        self.lambda_kl = float(lambda_kl)
         self.reconstruction_loss = reconstruction_loss
         optimizer.exclude_from_weight_decay(var_list=quantizer.trainable_variables)
 
     def encode(self, images, training: bool = False) -> dict:
-        continuous = self.encoder(images, training=training)["mean"]
-        quantised, _ = self.quantizer(continuous)
-        return {"mean": continuous, "codes": quantised}
+        """{'mean': continuous (n, d), 'codes': quantised (n, d)} (+ 'logvar' for QLVAE)."""
+        posterior = self.encoder(images, training=training)
+        quantised, _ = self.quantizer(posterior["mean"])
+        encoded = {"mean": posterior["mean"], "codes": quantised}
+        if self.lambda_kl:
+            encoded["logvar"] = posterior["logvar"]
+        return encoded
 
     def decode(self, codes, training: bool = False):
         return self.decoder(codes, training=training)
@@ -72,13 +83,22 @@ class QuantizedAE(TrainableModel):
         return tf.sigmoid(self.decode(codes))
 
     def loss_terms(self, images, step, seed) -> dict:
-        continuous = self.encoder(images, training=True)["mean"]
+        posterior = self.encoder(images, training=True)
+        continuous = posterior["mean"]
+        terms = {}
+        if self.lambda_kl:
+            logvar = posterior["logvar"]
+            noise = tf.random.stateless_normal(tf.shape(continuous), seed)
+            continuous = continuous + tf.exp(0.5 * logvar) * noise
+            terms["kl"] = tf.reduce_mean(losses.gaussian_kl(posterior["mean"], logvar))
         quantised, aux = self.quantizer(continuous)
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images,
                                                                  self.decode(quantised, True)))
         loss = (reconstruction + self.lambda_quantize * aux["quantize"]
                 + self.lambda_commit * aux["commit"])
-        return {"loss": loss, "reconstruction": reconstruction, **aux}
+        if self.lambda_kl:
+            loss = loss + self.lambda_kl * terms["kl"]
+        return {"loss": loss, "reconstruction": reconstruction, **aux, **terms}
 
 
 @gin.configurable("qlae", allowlist=["num_values", "shared_codebook", "lambda_quantize",
@@ -91,6 +111,20 @@ def make_qlae(encoder, decoder, num_latents: int, num_values: int = 10,
     quantizer = ScalarCodebookQuantizer(num_latents, num_values, shared=shared_codebook)
     return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
                        name=name)
+
+
+@gin.configurable("qlvae", allowlist=["num_values", "lambda_quantize", "lambda_commit",
+                                      "lambda_kl"])
+def make_qlvae(encoder, decoder, num_latents: int, num_values: int = 10,
+               lambda_quantize: float = 1e-2, lambda_commit: float = 1e-2,
+               lambda_kl: float = 1e-2) -> QuantizedAE:
+    """QLVAE: QLAE's codebooks and loss weights (paper 001 Table 8) on a Gaussian encoder
+    (mean and logvar heads) whose sample is quantised, plus lambda_kl * KL to N(0, I)."""
+    if not lambda_kl > 0:
+        raise ValueError(f"qlvae.lambda_kl must be > 0 (0 is QLAE), found {lambda_kl}")
+    quantizer = ScalarCodebookQuantizer(num_latents, num_values)
+    return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
+                       lambda_kl=lambda_kl, name="qlvae")
 
 
 @gin.configurable("vq_vae", allowlist=["vector_size", "codebook_size", "lambda_quantize",

@@ -2,7 +2,7 @@
 
     model.method = 'beta_vae'   # see METHODS (ae, beta_vae, ..., pcl, qlae, vq_vae)
     model.num_latents = 5
-    model.architecture = 'conv'      # conv | mlp
+    model.architecture = 'conv'      # conv | mlp | stylegan (paper 001 C.3)
     beta_vae.beta = 8.0              # each method's hyperparameters live in its own scope
 
 A new method plugs in without touching this file, from a gin file that imports its module
@@ -28,8 +28,9 @@ _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.ann
 #: regularised autoencoders: mean-only encoder, the mean is decoded, no KL
 _DETERMINISTIC = ("ae", "cliff_ae", "bio_ae")
 _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decoder),
-                  "mlp": (architectures.mlp_encoder, architectures.mlp_decoder)}
-METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "vq_vae",
+                  "mlp": (architectures.mlp_encoder, architectures.mlp_decoder),
+                  "stylegan": (architectures.stylegan_encoder, architectures.stylegan_decoder)}
+METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "qlvae", "vq_vae",
                                    "tripod") + tuple(factorqvae.VARIANTS)
 PLUGIN_METHODS = ("vae", "custom")
 #: what the training loop, the runner and the metrics need of a model
@@ -67,7 +68,8 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
         raise ValueError("model.factory goes with model.method = 'custom' (and 'custom' needs "
                          f"one); found method {method!r} and factory {factory!r}")
     if architecture not in _ARCHITECTURES:
-        raise ValueError(f"unknown model.architecture {architecture!r}; expected 'conv' or 'mlp'")
+        raise ValueError(f"unknown model.architecture {architecture!r}; expected one of "
+                         f"{', '.join(_ARCHITECTURES)}")
     if int(num_latents) < 1:
         raise ValueError(f"model.num_latents must be >= 1, found {num_latents}")
     if method == "custom":
@@ -94,6 +96,11 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
             architectures.mean_only(make_encoder(tuple(observation_shape),
                                                  num_latents=num_latents), "qlae_encoder"),
             make_decoder(num_latents, tuple(observation_shape)), num_latents)
+    if method == "qlvae":
+        return quantized.make_qlvae(make_encoder(tuple(observation_shape),
+                                                 num_latents=num_latents),
+                                    make_decoder(num_latents, tuple(observation_shape)),
+                                    num_latents)
     if method == "vq_vae":
         sizes = quantized.vq_vae_sizes()
         width = num_latents * sizes["vector_size"]

@@ -103,6 +103,6 @@ def test_model_health_of_every_method():
         health = model_health(make_model((64, 64, 1), method=method, num_latents=3), images, 5,
                               batch_size=4)
         variational = method in ("beta_vae", "annealed_vae", "beta_tcvae", "dip_vae",
-                                 "factor_vae", "slowvae", "cliff_vae", "hfs_vae")
+                                 "factor_vae", "slowvae", "cliff_vae", "hfs_vae", "qlvae")
         assert ("active_units" in health) == variational, method
         assert ("psnr" in health) == (method != "pcl"), method

@@ -93,3 +93,14 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     assert second["ran"] == [] and second["skipped"] == ["broken_dsprites_original_seed0"]
     third = study.execute(settings, retry_failed=True)
     assert third["failed"] == ["broken_dsprites_original_seed0"]
+
+
+def test_grid_runs_seed_major():
+    from benchmark import study
+    settings = study.study_settings(name="t", output_dir="o",
+                                    models={"ae": "a_{dataset}.gin", "pcl": "p_{dataset}.gin"},
+                                    variants=["original", "noisy"], seeds=[3, 1])
+    names = [s.name for s in study.expand(settings)]
+    assert names[:4] == ["ae_dsprites_original_seed3", "ae_dsprites_noisy_seed3",
+                         "pcl_dsprites_original_seed3", "pcl_dsprites_noisy_seed3"]
+    assert all(n.endswith("seed1") for n in names[4:]) and len(names) == 8

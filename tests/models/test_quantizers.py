@@ -71,3 +71,28 @@ def test_qlae_and_vq_vae_train_and_represent_on_their_codebooks():
     np.testing.assert_allclose(vq.decode_images(indices).numpy(),
                                tf.sigmoid(vq.decode(vq.encode(images)["codes"])).numpy(),
                                atol=1e-5)
+
+
+def test_qlvae_samples_the_posterior_pays_kl_and_represents_the_quantised_mean():
+    from models import losses
+    from models.registry import make_model
+    images = tf.constant(np.random.default_rng(1).uniform(0, 1, (8, 64, 64, 1)), tf.float32)
+    qlvae = make_model((64, 64, 1), method="qlvae", num_latents=4)
+    terms = qlvae.loss_terms(images, tf.constant(0, tf.int64), tf.constant([0, 0]))
+    posterior = qlvae.encoder(images, training=True)
+    expected_kl = float(tf.reduce_mean(losses.gaussian_kl(posterior["mean"],
+                                                          posterior["logvar"])))
+    assert float(terms["kl"]) == pytest.approx(expected_kl, rel=1e-4)
+    expected = (float(terms["reconstruction"]) + 0.01 * float(terms["quantize"])
+                + 0.01 * float(terms["commit"]) + 0.01 * expected_kl)
+    assert float(terms["loss"]) == pytest.approx(expected, rel=1e-4)
+    other = qlvae.loss_terms(images, tf.constant(0, tf.int64), tf.constant([0, 1]))
+    assert float(other["commit"]) != float(terms["commit"])  # a new posterior sample
+    trained = qlvae.train_step(images, tf.constant(0, tf.int64), tf.constant([0, 0]))
+    assert all(np.isfinite(float(v)) for v in trained.values())
+    codes = qlvae.representation(images).numpy()
+    np.testing.assert_allclose(codes, qlvae.quantizer(qlvae.encoder(images)["mean"])[0],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="lambda_kl"):
+        from models.quantized import make_qlvae
+        make_qlvae(None, None, 4, lambda_kl=0.0)
