@@ -27,7 +27,8 @@ setup(
         "tensorboard>=2.16",            # tf.summary writers (training curves)
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3.5"],
+        # Ray in the test extra: the Ray backend is tested on a local (127.0.0.1) instance.
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "ray>=2.9"],
         "ray": ["ray[default]>=2.9"],
     },
 )

@@ -212,8 +212,8 @@ def table1(rows: list[dict], column: str) -> str:
             if r is None or f"{column} mean" not in r:
                 out.append("—")
             else:
-                out.append(f"{r[f'{column} mean']:.2f} ± {r[f'{column} std']:.2f} "
-                           f"({r['seeds']})")
+                spread = f" ± {r[f'{column} std']:.2f}" if r["seeds"] > 1 else ""
+                out.append(f"{r[f'{column} mean']:.2f}{spread} ({r['seeds']})")
         lines.append(f"| {label} | " + " | ".join(out) + " |")
     return "\n".join(lines)
 
@@ -361,7 +361,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     lines = [f"# Report: {results_dir}", "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
-             "mean ± std over seeds (number of seeds).", ""]
+             "mean ± std over seeds (number of seeds; no std for one seed).", ""]
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
     lines += ["## Drops (original → variant)", "",

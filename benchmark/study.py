@@ -188,10 +188,10 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
         _write_json(failed_path, failed)
 
-    if backend == "ray":
+    if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):
             record(name, code, stderr)
-    else:
+    elif commands:
         with concurrent.futures.ThreadPoolExecutor(max(1, int(workers))) as pool:
             futures = {pool.submit(run_one, cmd, os.getcwd()): name
                        for name, cmd in commands.items()}

@@ -104,3 +104,19 @@ def test_grid_runs_seed_major():
     assert names[:4] == ["ae_dsprites_original_seed3", "ae_dsprites_noisy_seed3",
                          "pcl_dsprites_original_seed3", "pcl_dsprites_noisy_seed3"]
     assert all(n.endswith("seed1") for n in names[4:]) and len(names) == 8
+
+
+def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "study"
+    settings = _settings(out, models={"ae": "models/ae.gin",
+                                      "broken": "models/no_such_model.gin"},
+                         variants=["original"])
+    summary = study.execute(settings, backend="ray")
+    assert summary["ran"] == ["ae_dsprites_original_seed0"]
+    assert summary["failed"] == ["broken_dsprites_original_seed0"]
+    result = json.loads((out / "runs" / "ae_dsprites_original_seed0" / "results.json")
+                        .read_text())
+    assert result["steps"] == 4 and "mig" in result["metrics"]
+    again = study.execute(settings, backend="ray")          # finished run skipped
+    assert again["ran"] == [] and again["skipped"] == ["broken_dsprites_original_seed0"]
