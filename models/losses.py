@@ -27,6 +27,14 @@ def gaussian_reconstruction(images, logits):
     return tf.reduce_sum(tf.reshape(error, [tf.shape(error)[0], -1]), axis=1)
 
 
+def per_pixel(reconstruction, images):
+    """A per-image summed reconstruction loss as a mean per pixel value: paper 001's and
+    Tripod's scale (their code averages the BCE over pixels), against which their loss
+    weights were tuned."""
+    size = tf.cast(tf.reduce_prod(tf.shape(images)[1:]), reconstruction.dtype)
+    return reconstruction / size
+
+
 def gaussian_kl(mean, logvar):
     """KL(N(mean, exp(logvar)) || N(0, I)) per example, (n,)."""
     return 0.5 * tf.reduce_sum(tf.square(mean) + tf.exp(logvar) - logvar - 1.0, axis=1)

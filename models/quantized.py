@@ -1,16 +1,18 @@
 """Quantised-latent autoencoders: QLAE and VQ-VAE (paper 001), one model, the quantiser
 plugged in (models/quantizers.py).
 
-loss = reconstruction + lambda_quantize * L_quantize + lambda_commit * L_commit
-(paper 001 Algorithm 2), trained with AdamW (lr 1e-3, betas 0.9 / 0.99, weight decay on the
+loss = BCE + lambda_quantize * L_quantize + lambda_commit * L_commit
+(paper 001 Algorithm 2) at the paper code's scale: BCE averaged over pixels, the codebook
+losses over dims (the logged 'reconstruction' stays the suite's per-image sum, comparable
+across methods). Trained with AdamW (lr 1e-3, betas 0.9 / 0.99, weight decay on the
 encoder and decoder weights, not on the codebook; Tables 9 and 11). The representation is
 the quantised code for QLAE (scalar values, so traversals interpolate between them) and
 the categorical code indices for VQ-VAE (paper 001 sec. 5: "we use the categorical codes
 for evaluation").
 
 QLVAE is the variational QLAE: the encoder's Gaussian posterior N(mean, exp(logvar)) is
-sampled (reparameterised) before quantisation and lambda_kl * KL(q(z|x) || N(0, I)) joins
-the loss. None of the five source papers states its settings (the issue names it beside
+sampled (reparameterised) before quantisation and lambda_kl * KL(q(z|x) || N(0, I)) (per
+dim, like the codebook losses) joins the loss. None of the five source papers states its settings (the issue names it beside
 QLAE); the suite's defaults keep QLAE's and add lambda_kl = 1e-2, the weight of the other two
 latent terms. The representation is the quantised posterior mean.
 """
@@ -94,10 +96,10 @@ class QuantizedAE(TrainableModel):
         quantised, aux = self.quantizer(continuous)
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images,
                                                                  self.decode(quantised, True)))
-        loss = (reconstruction + self.lambda_quantize * aux["quantize"]
+        loss = (losses.per_pixel(reconstruction, images) + self.lambda_quantize * aux["quantize"]
                 + self.lambda_commit * aux["commit"])
         if self.lambda_kl:
-            loss = loss + self.lambda_kl * terms["kl"]
+            loss = loss + self.lambda_kl * terms["kl"] / float(continuous.shape[-1])
         return {"loss": loss, "reconstruction": reconstruction, **aux, **terms}
 
 

@@ -125,4 +125,5 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
     optimizer = quantized.paper001_adamw() if method == "bio_ae" else None
     return vae.VAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
                    _REGULARIZERS[method](), optimizer=optimizer,
-                   sample_latents=method not in _DETERMINISTIC, name=method)
+                   sample_latents=method not in _DETERMINISTIC, per_pixel=method == "bio_ae",
+                   name=method)

@@ -4,6 +4,9 @@ ablations of Table 1 as switches of the same model:
 
     loss = BCE(x, decoder(z)) + lambda_klm * KLM(z; sigma(c)) + lambda_nhp * NHP(h; z, sigma(c))
 
+with the BCE averaged over pixels (the scale of the QLAE code Tripod builds on, which its
+weights were tuned at; the logged 'reconstruction' is the suite's per-image sum)
+
 with c the encoder output, z = FSQ(c) (eq. 10, n_q levels), sigma the batch std of c
 (sec. 3.4), h the regularised decoder activations. Switches:
 - `naive=True`: naive Tripod (sec. 4.1): QLAE's learnable scalar codebooks (with their
@@ -78,7 +81,8 @@ class Tripod(TrainableModel):
                                                                  self.decode(z, True)))
         sigma = tf.stop_gradient(tf.math.reduce_std(continuous, axis=0)) + 1e-6
         terms = {"reconstruction": reconstruction}
-        loss = reconstruction + sum(0.01 * v for v in codebook_terms.values())
+        loss = (losses.per_pixel(reconstruction, images)
+                + sum(0.01 * v for v in codebook_terms.values()))
         if self.lambda_klm > 0:
             bandwidth = tf.ones_like(sigma) if self.naive else sigma
             terms["klm"] = kernel_latent_multiinformation(z, bandwidth)

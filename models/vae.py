@@ -51,9 +51,11 @@ def ae() -> Regularizer:
 
 @gin.configurable("bio_ae")
 def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Regularizer:
+    """BioAE as paper 001's code runs it: activity mean(z^2) and nonnegativity mean(relu(-z))
+    over dims and batch, beside a BCE averaged over pixels (`VAE(per_pixel=True)`)."""
     def regularizer(kl, mean, logvar, z, step):
-        activity = tf.reduce_mean(tf.reduce_sum(tf.square(z), axis=1))
-        negative = tf.reduce_mean(tf.reduce_sum(tf.square(tf.nn.relu(-z)), axis=1))
+        activity = tf.reduce_mean(tf.square(z))
+        negative = tf.reduce_mean(tf.nn.relu(-z))
         return {"regularizer": lambda_activity * activity + lambda_nonnegative * negative,
                 "activity": activity, "negative_activity": negative}
     return regularizer
@@ -96,9 +98,10 @@ class VAE(TrainableModel):
     def __init__(self, encoder: keras.Model, decoder: keras.Model, regularizer: Regularizer,
                  reconstruction_loss=losses.bernoulli_reconstruction,
                  optimizer: keras.optimizers.Optimizer | None = None,
-                 sample_latents: bool = True, **kwargs):
+                 sample_latents: bool = True, per_pixel: bool = False, **kwargs):
         super().__init__(optimizer, **kwargs)
         self.sample_latents = sample_latents
+        self.per_pixel = per_pixel
         self.encoder = encoder
         self.decoder = decoder
         self.regularizer = regularizer
@@ -133,7 +136,8 @@ class VAE(TrainableModel):
             logvar, z, kl = None, mean, tf.zeros(())
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
         terms = self.regularizer(kl, mean, logvar, z, step)
-        out = {"loss": reconstruction + terms["regularizer"], "reconstruction": reconstruction,
+        objective = losses.per_pixel(reconstruction, images) if self.per_pixel else reconstruction
+        out = {"loss": objective + terms["regularizer"], "reconstruction": reconstruction,
                **terms}
         if self.sample_latents:
             out["kl"] = kl

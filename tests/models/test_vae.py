@@ -50,6 +50,23 @@ def test_ae_has_no_variance_head_and_trains_every_weight():
 def test_bio_ae_penalises_activity_and_negative_codes():
     z = tf.constant([[1.0, -2.0], [0.0, 3.0]])
     terms = vae.bio_ae(lambda_activity=0.5, lambda_nonnegative=2.0)(None, z, None, z, 0)
-    assert float(terms["activity"]) == pytest.approx((1 + 4 + 0 + 9) / 2)
-    assert float(terms["negative_activity"]) == pytest.approx(4 / 2)
-    assert float(terms["regularizer"]) == pytest.approx(0.5 * 7 + 2.0 * 2)
+    assert float(terms["activity"]) == pytest.approx((1 + 4 + 0 + 9) / 4)
+    assert float(terms["negative_activity"]) == pytest.approx(2 / 4)
+    assert float(terms["regularizer"]) == pytest.approx(0.5 * 3.5 + 2.0 * 0.5)
+
+
+def test_paper001_methods_train_at_their_papers_loss_scale():
+    """BioAE and Tripod weigh their terms against a BCE averaged over pixels (paper 001's
+    code); the logged reconstruction stays the per-image sum every method reports."""
+    from models.registry import make_model
+    images = tf.constant(np.random.default_rng(4).uniform(0, 1, (4, 64, 64, 1)), tf.float32)
+    bio = make_model((64, 64, 1), method="bio_ae", num_latents=3)
+    terms = bio.loss_terms(images, tf.constant(0, tf.int64), tf.constant([0, 0]))
+    assert float(terms["reconstruction"]) > 1000          # summed over 4096 pixels
+    assert float(terms["loss"]) == pytest.approx(
+        float(terms["reconstruction"]) / 4096 + float(terms["regularizer"]), rel=1e-5)
+    tripod = make_model((64, 64, 1), method="tripod", num_latents=3)
+    terms = tripod.loss_terms(images, tf.constant(0, tf.int64), tf.constant([0, 0]))
+    expected = (float(terms["reconstruction"]) / 4096 + tripod.lambda_klm * float(terms["klm"])
+                + tripod.lambda_nhp * float(terms["hessian_penalty"]))
+    assert float(terms["loss"]) == pytest.approx(expected, rel=1e-4)
