@@ -338,6 +338,26 @@ def _eps_value(row):
     return [(float(eps) if eps else DEFAULT_EPS.get(row["dataset"], float("nan")), base)]
 
 
+def paper_comparison(rows: list[dict]) -> list[str]:
+    """Markdown lines: this study's MIG beside paper 002 Table 1's, for the cells both have
+    (plain variants, no line-search setting); empty when none."""
+    from benchmark.paper_tables import PAPER002_TABLE1_MIG
+    cells = [(r, PAPER002_TABLE1_MIG.get((r["model"], r["dataset"], r["variant"])))
+             for r in rows if not r["setting"] and "MIG mean" in r]
+    cells = [(r, paper) for r, paper in cells if paper is not None]
+    if not cells:
+        return []
+    lines = ["## MIG beside paper 002 Table 1", "",
+             "Paper: 10 seeds, dlib's 300k steps. Compare the direction of the drops more "
+             "than the levels when this study ran at another scale.", "",
+             "| model | dataset | variant | this study | paper 002 |", "|---|---|---|---|---|"]
+    for r, (mean, std) in cells:
+        spread = f" ± {r['MIG std']:.2f}" if r["seeds"] > 1 else ""
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | "
+                     f"{r['MIG mean']:.2f}{spread} ({r['seeds']}) | {mean:.2f} ± {std:.2f} (10) |")
+    return lines + [""]
+
+
 def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
@@ -364,6 +384,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
+    lines += paper_comparison(summary)
     lines += ["## Drops (original → variant)", "",
               "Drop = mean(original) − mean(variant); p from Welch's t-test; 95 % CI from a "
               f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples); n/a with fewer than 2 "

@@ -63,6 +63,8 @@ def test_report_files(study, tmp_path):
     assert "1 excluded as over-pruned" in text
     assert f"{np.mean(ORIGINAL):.2f} ± {np.std(ORIGINAL, ddof=1):.2f} (4)" in text
     assert "| 0.02 (1) |" in text                       # one seed: no made-up ± 0.00
+    assert (f"| beta_vae | dsprites | modified | {np.mean(MODIFIED):.2f} ± "
+            f"{np.std(MODIFIED, ddof=1):.2f} (3) | 0.07 ± 0.09 (10) |") in text
     assert "unfinished" not in text
     for name in ("metrics.csv", "drops.csv", "metrics.tex", "drops.tex",
                  "figures/drops_mig.png", "figures/robustness_mig.png"):
