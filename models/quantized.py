@@ -12,8 +12,9 @@ for evaluation").
 
 QLVAE is the variational QLAE: the encoder's Gaussian posterior N(mean, exp(logvar)) is
 sampled (reparameterised) before quantisation and lambda_kl * KL(q(z|x) || N(0, I)) (per
-dim, like the codebook losses) joins the loss. None of the five source papers states its settings (the issue names it beside
-QLAE); the suite's defaults keep QLAE's and add lambda_kl = 1e-2, the weight of the other two
+dim, like the codebook losses) joins the loss. None of the five source papers states its
+settings (the issue names it beside QLAE); the suite's defaults keep QLAE's and add
+lambda_kl = 1e-2, the weight of the other two
 latent terms. The representation is the quantised posterior mean.
 """
 

@@ -6,8 +6,9 @@ the straight-through gradient estimator (forward: the quantised value; backward:
   linspace(-0.5, 0.5, n_v) (Table 8); each dim snaps to its nearest value; losses
   quantize = ||sg(z_c) - z||^2 (moves the codebook) and commit = ||z_c - sg(z)||^2,
   averaged over dims and batch as the paper's code does (the scale its weights 1e-2 were
-  tuned at, with the reconstruction a mean per pixel: models/quantized.py). `shared=True` is the ablation with one global
-  scalar codebook for all dims (paper 001 Table 2).
+  tuned at, with the reconstruction a mean per pixel: models/quantized.py).
+  `shared=True` is the ablation with one global scalar codebook for all dims (paper 001
+  Table 2).
 - `VectorQuantizer`: VQ-VAE (van den Oord et al. 2017; paper 001's baseline, d 64, n_v 512):
   the continuous code of n_z * d values is split into n_z vectors, each snapped to the
   nearest of a global codebook; same two losses; `indices` are its categorical codes.
