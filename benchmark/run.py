@@ -167,7 +167,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
         np.savez(f, factors=factors, codes=codes)
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
-                                  settings["metrics"])
+                                  settings["metrics"], record_errors=True)
     scores["health"] = model_health(model, health_images, data.num_factors)
     if settings["figures"] and hasattr(model, "decode_images"):
         figures.write_model_figures(

@@ -13,6 +13,7 @@ import zlib
 from typing import Callable, Sequence
 
 import numpy as np
+from absl import logging
 
 from benchmark.metrics import (beta_vae, codes, dci, factor_vae, infomec, mcc, mig,
                                modularity, sap, unsupervised)
@@ -78,11 +79,24 @@ def check_names(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
-def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(METRICS)
-             ) -> dict:
-    """{metric name: its dict of scores} on the dataset `data`."""
-    return {name: METRICS[name](data, representation_fn, metric_rng(seed, name))
-            for name in check_names(names)}
+def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(METRICS),
+             record_errors: bool = False) -> dict:
+    """{metric name: its dict of scores} on the dataset `data`.
+
+    A metric undefined on this representation (codes.MetricInputError, e.g. every code dim
+    constant) raises, or with `record_errors` becomes {'error': why}: no score, never a
+    default number, and the other metrics are still computed (the runner records them so).
+    """
+    scores = {}
+    for name in check_names(names):
+        try:
+            scores[name] = METRICS[name](data, representation_fn, metric_rng(seed, name))
+        except codes.MetricInputError as error:
+            if not record_errors:
+                raise
+            logging.warning("metric %s is undefined on this representation: %s", name, error)
+            scores[name] = {"error": str(error)}
+    return scores
 
 
 def evaluate_codes(factors, codes_array, seed: int = 0, names: Sequence[str] = tuple(METRICS),

@@ -83,3 +83,17 @@ def test_cli_rejects_pickles_and_garbage(tmp_path):
     garbage.write_bytes(b"nope")
     result = _cli("evaluate", f"--codes={garbage}")
     assert result.returncode == 2 and "g.npz" in result.stderr
+
+
+def test_a_metric_undefined_on_a_collapsed_code_is_recorded_not_defaulted():
+    from benchmark.metrics.codes import MetricInputError
+    data = dsprites.DSprites(source="procedural")
+
+    def collapsed(images):                     # every dim constant (a collapsed posterior)
+        return np.zeros((len(images), 4), np.float32)
+
+    with pytest.raises(MetricInputError, match="constant"):
+        evaluate(data, collapsed, seed=0, names=["infomec"])
+    scores = evaluate(data, collapsed, seed=0, names=["infomec", "mig"], record_errors=True)
+    assert set(scores["infomec"]) == {"error"} and "constant" in scores["infomec"]["error"]
+    assert scores["mig"]["mig"] == 0.0         # defined: a constant code carries no information
