@@ -84,7 +84,7 @@ def test_qlvae_samples_the_posterior_pays_kl_and_represents_the_quantised_mean()
                                                           posterior["logvar"])))
     assert float(terms["kl"]) == pytest.approx(expected_kl, rel=1e-4)
     expected = (float(terms["reconstruction"]) / 4096 + 0.01 * float(terms["quantize"])
-                + 0.01 * float(terms["commit"]) + 0.01 * expected_kl / 4)
+                + 0.01 * float(terms["commit"]) + expected_kl / 4096)
     assert float(terms["loss"]) == pytest.approx(expected, rel=1e-4)
     other = qlvae.loss_terms(images, tf.constant(0, tf.int64), tf.constant([0, 1]))
     assert float(other["commit"]) != float(terms["commit"])  # a new posterior sample
