@@ -39,6 +39,16 @@ def test_hfs_hausdorff_distance_on_small_point_sets():
     assert float(hausdorff_factorized_support(diagonal)) == pytest.approx(1.0, abs=1e-5)
     three = tf.constant([[0.0, 0.0, 5.0], [1.0, 1.0, 5.0]])    # pairs (0,1) only correlated
     assert float(hausdorff_factorized_support(three)) == pytest.approx(1.0, abs=1e-5)
+    wide = tf.constant([[0.0, 0.0], [2.0, 2.0]])                # squared distance, as Roth's
+    assert float(hausdorff_factorized_support(wide)) == pytest.approx(4.0, abs=1e-5)
+
+
+def test_hfs_scale_term_penalises_a_collapsed_code_only():
+    from models.cliff import minimal_support_scale
+    collapsed = tf.fill((4, 3), 0.5)                     # max 0.5 < 1, min 0.5 > 0: 1 each
+    assert float(minimal_support_scale(collapsed)) == pytest.approx(4.0)
+    spanning = tf.constant([[0.0, 1.0, 0.3], [-0.2, 1.5, 0.0]])
+    assert float(minimal_support_scale(spanning)) == 0.0
 
 
 @pytest.mark.parametrize("method", ["cliff_vae", "cliff_ae", "hfs_vae"])
