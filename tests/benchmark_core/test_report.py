@@ -75,3 +75,27 @@ def test_report_files(study, tmp_path):
     (study / "runs" / "broken" / "results.json").write_text("{")
     with pytest.raises(report.ReportError, match="broken"):
         report.write_report(study, tmp_path / "o3")
+
+
+def test_line_search_settings_become_groups_and_a_curve(tmp_path):
+    root = tmp_path / "fig5"
+    (root / "runs").mkdir(parents=True)
+    (root / "study.json").write_text(json.dumps({"settings": {
+        "line_search": {"beta_vae": ["beta_vae.beta", [1, 8]]}}}))
+    migs = {1: [0.10, 0.12], 8: [0.30, 0.26]}
+    for beta, values in migs.items():
+        for seed, mig in enumerate(values):
+            path = root / "runs" / f"beta_vae_beta={beta}_seed{seed}"
+            _result(path, "beta_vae", "original", seed, mig, 0.5)
+            result = json.loads((path / "results.json").read_text())
+            result["gin_config"] = f"beta_vae.beta = {beta}\nrun.seed = {seed}\n"
+            (path / "results.json").write_text(json.dumps(result))
+    groups, _ = report.group(report.load_runs(root))
+    assert set(groups) == {("beta_vae", "dsprites", "original", "beta=1"),
+                           ("beta_vae", "dsprites", "original", "beta=8")}
+    rows = report.summary_rows(groups, {})
+    beta8 = next(r for r in rows if r["setting"] == "beta=8")
+    assert beta8["MIG mean"] == pytest.approx(np.mean(migs[8]))
+    text = report.write_report(root, tmp_path / "out").read_text()
+    assert "figures/line_search_mig.png" in text
+    assert (tmp_path / "out" / "figures" / "line_search_mig.png").stat().st_size > 0
