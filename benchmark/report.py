@@ -338,23 +338,51 @@ def _eps_value(row):
     return [(float(eps) if eps else DEFAULT_EPS.get(row["dataset"], float("nan")), base)]
 
 
-def paper_comparison(rows: list[dict]) -> list[str]:
-    """Markdown lines: this study's MIG beside paper 002 Table 1's, for the cells both have
-    (plain variants, no line-search setting); empty when none."""
+def _mean_cell(row: dict | None, column: str) -> str:
+    if row is None or f"{column} mean" not in row:
+        return "—"
+    spread = f" ± {row[f'{column} std']:.3f}" if row["seeds"] > 1 else ""
+    return f"{row[f'{column} mean']:.3f}{spread} ({row['seeds']})"
+
+
+def _drop_cell(drop: dict | None) -> str:
+    if drop is None:
+        return "—"
+    return f"{drop['drop']:+.3f} (p {_p(drop['p_welch'])})"
+
+
+def headline(rows: list[dict], drops: list[dict], column: str = "MIG") -> list[str]:
+    """Markdown lines: per model and dataset, `column` on original / modified / noisy data,
+    the drops with Welch's p, and paper 002 Table 1's MIG where the paper has the cell
+    (plain variants, no line-search setting). Empty when no model has original data."""
     from benchmark.paper_tables import PAPER002_TABLE1_MIG
-    cells = [(r, PAPER002_TABLE1_MIG.get((r["model"], r["dataset"], r["variant"])))
-             for r in rows if not r["setting"] and "MIG mean" in r]
-    cells = [(r, paper) for r, paper in cells if paper is not None]
+    variants = ("original", "modified", "noisy")
+    by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows if not r["setting"]}
+    drop_of = {(d["model"], d["dataset"], d["variant"]): d for d in drops
+               if d["metric"] == column and not d["setting"]}
+    cells = sorted({(m, d) for m, d, v in by_key if v == "original"})
     if not cells:
         return []
-    lines = ["## MIG beside paper 002 Table 1", "",
-             "Paper: 10 seeds, dlib's 300k steps. Compare the direction of the drops more "
-             "than the levels when this study ran at another scale.", "",
-             "| model | dataset | variant | this study | paper 002 |", "|---|---|---|---|---|"]
-    for r, (mean, std) in cells:
-        spread = f" ± {r['MIG std']:.2f}" if r["seeds"] > 1 else ""
-        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | "
-                     f"{r['MIG mean']:.2f}{spread} ({r['seeds']}) | {mean:.2f} ± {std:.2f} (10) |")
+    paper_note = column == "MIG"
+    lines = [f"## {column}: original, modified, noisy and the drops", "",
+             "Mean ± std over seeds (number of seeds); drop = mean(original) − mean(variant), "
+             "p from Welch's t-test (n/a with fewer than 2 seeds a side)"
+             + ("; paper 002 Table 1: 10 seeds at dlib's 300k steps — compare the direction "
+                "of the drops more than the levels when this study ran at another scale."
+                if paper_note else "."), "",
+             "| model | dataset | " + " | ".join(variants) + " | drop → modified | drop → noisy"
+             + (" | paper 002: original / modified / noisy |" if paper_note else " |"),
+             "|---|---|---|---|---|---|---|" + ("---|" if paper_note else "")]
+    for model, dataset in cells:
+        line = (f"| {model} | {dataset} | "
+                + " | ".join(_mean_cell(by_key.get((model, dataset, v)), column)
+                             for v in variants) + " | "
+                + " | ".join(_drop_cell(drop_of.get((model, dataset, v))) for v in variants[1:]))
+        if paper_note:
+            paper = [PAPER002_TABLE1_MIG.get((model, dataset, v)) for v in variants]
+            line += " | " + " / ".join("—" if c is None else f"{c[0]:.2f} ± {c[1]:.2f}"
+                                       for c in paper)
+        lines.append(line + " |")
     return lines + [""]
 
 
@@ -382,9 +410,10 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
+    if "MIG" in metric_columns:
+        lines += headline(summary, drops, "MIG")
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
-    lines += paper_comparison(summary)
     lines += ["## Drops (original → variant)", "",
               "Drop = mean(original) − mean(variant); p from Welch's t-test; 95 % CI from a "
               f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples); n/a with fewer than 2 "

@@ -63,8 +63,12 @@ def test_report_files(study, tmp_path):
     assert "1 excluded as over-pruned" in text
     assert f"{np.mean(ORIGINAL):.2f} ± {np.std(ORIGINAL, ddof=1):.2f} (4)" in text
     assert "| 0.02 (1) |" in text                       # one seed: no made-up ± 0.00
-    assert (f"| beta_vae | dsprites | modified | {np.mean(MODIFIED):.2f} ± "
-            f"{np.std(MODIFIED, ddof=1):.2f} (3) | 0.07 ± 0.09 (10) |") in text
+    p = stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False).pvalue
+    assert (f"| beta_vae | dsprites | {np.mean(ORIGINAL):.3f} ± {np.std(ORIGINAL, ddof=1):.3f}"
+            f" (4) | {np.mean(MODIFIED):.3f} ± {np.std(MODIFIED, ddof=1):.3f} (3) | — | "
+            f"{np.mean(ORIGINAL) - np.mean(MODIFIED):+.3f} (p {report._p(p)}) | — | "
+            "0.23 ± 0.08 / 0.07 ± 0.09 / 0.14 ± 0.07 |") in text    # headline beside paper 002
+    assert text.index("## MIG: original") < text.index("## MIG\n")
     assert "unfinished" not in text
     for name in ("metrics.csv", "drops.csv", "metrics.tex", "drops.tex",
                  "figures/drops_mig.png", "figures/robustness_mig.png"):
