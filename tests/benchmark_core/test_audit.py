@@ -29,8 +29,21 @@ def test_verdicts():
     assert label == "INCONCLUSIVE" and "noisy" in reason
     label, _ = audit.verdict(_drops([0.3], [0.1]), beta_vae)
     assert label == "INCONCLUSIVE"
-    label, _ = audit.verdict(_drops([0.3, 0.32, 0.28, 0.31], [0.30, 0.31, 0.29, 0.31]), None)
-    assert label == "INCONCLUSIVE"
+    label, reason = audit.verdict(_drops([0.3, 0.32, 0.28, 0.31], [0.30, 0.31, 0.29, 0.31]),
+                                  None)
+    assert label == "INCONCLUSIVE" and "no beta-VAE drop" in reason
+    # Not significant, but too spread to rule out the reference's drop.
+    label, reason = audit.verdict(_drops([0.3, 0.1, 0.5], [0.2, 0.35, 0.05]), beta_vae)
+    assert label == "INCONCLUSIVE" and "reaches the beta-VAE reference's drop" in reason
+
+
+def test_reference_check_says_whether_the_reference_shows_the_effect():
+    shown = audit.reference_check(_drops([0.3, 0.32, 0.28, 0.31], [0.1, 0.12, 0.08, 0.11]))
+    assert "drops significantly" in shown
+    unclear = audit.reference_check(_drops([0.07, 0.06, 0.05], [0.01, 0.08, 0.06]))
+    assert "not significant" in unclear and "0.23 → 0.07" in unclear
+    assert "too few" in audit.reference_check(_drops([0.3], [0.1]))
+    assert "too few" in audit.reference_check(None)
 
 
 def test_audit_end_to_end_on_tiny_settings(tmp_path):
@@ -58,6 +71,7 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
         "sparse_vae_dsprites_original_seed0"]
     text = path.read_text()
     assert "Verdict: INCONCLUSIVE" in text and "β-VAE (reference" in text
+    assert "reference β-VAE's MIG drops significantly" in text
     assert (out / "report" / "report.md").exists()
     with pytest.raises(FileNotFoundError, match="study.json"):
         audit.run_audit("examples/sparse_vae.gin", "x", [0], tmp_path / "none", out)
