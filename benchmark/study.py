@@ -156,10 +156,7 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
             dry_run: bool = False) -> dict:
     """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped'}."""
     out = pathlib.Path(settings["output_dir"])
-    out.mkdir(parents=True, exist_ok=True)
     specs = expand(settings)
-    _write_json(out / "study.json", {"settings": settings,
-                                     "runs": [dataclasses.asdict(s) for s in specs]})
     failed_path = out / "failed.json"
     failed = _read_failed(failed_path)
     done = {s.name for s in specs if (out / "runs" / s.name / "results.json").exists()}
@@ -174,6 +171,9 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
             print(f"{state:9s} {s.name}")
         return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
                 "skipped": skipped}
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / "study.json", {"settings": settings,
+                                     "runs": [dataclasses.asdict(s) for s in specs]})
     commands = {s.name: s.command(out.resolve()) for s in todo}
     ran, now_failed = [], []
 

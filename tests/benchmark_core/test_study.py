@@ -95,6 +95,14 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     assert third["failed"] == ["broken_dsprites_original_seed0"]
 
 
+def test_dry_run_lists_the_grid_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "study"
+    summary = study.execute(_settings(out), dry_run=True)
+    assert summary["ran"] == [] and summary["finished"] == []
+    assert "to run    ae_dsprites_original_seed0" in capsys.readouterr().out
+    assert not out.exists()
+
+
 def test_grid_runs_seed_major():
     from benchmark import study
     settings = study.study_settings(name="t", output_dir="o",
