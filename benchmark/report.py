@@ -184,7 +184,21 @@ def drop_rows(groups: dict) -> list[dict]:
             if a and b:
                 rows.append({"model": model, "dataset": dataset, "variant": variant,
                              "setting": setting, "metric": column, **drop_test(a, b)})
+    _adjust_per_metric(rows)
     return rows
+
+
+def _adjust_per_metric(rows: list[dict]) -> None:
+    """Adds 'p_bh': Benjamini-Hochberg adjusted p over every tested drop of the same metric
+    (all models, datasets, variants, settings), since a report tests many drops at once."""
+    for column, _, _ in METRICS:
+        tested = [r for r in rows if r["metric"] == column and r["p_welch"] is not None]
+        adjusted = (stats.false_discovery_control([r["p_welch"] for r in tested])
+                    if tested else [])
+        for r, p in zip(tested, adjusted):
+            r["p_bh"] = float(p)
+    for r in rows:
+        r.setdefault("p_bh", None)
 
 
 def _fmt(value, digits: int = 2) -> str:
@@ -404,7 +418,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     write_latex(out / "metrics.tex", summary, ["model", "dataset", "variant", "setting",
                                                "seeds"] + [f"{c} mean" for c in metric_columns])
     write_latex(out / "drops.tex", drops, ["model", "dataset", "variant", "setting", "metric",
-                                           "drop", "p_welch", "ci_low", "ci_high",
+                                           "drop", "p_welch", "p_bh", "ci_low", "ci_high",
                                            "n_original", "n_other"])
     lines = [f"# Report: {results_dir}", "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
@@ -415,15 +429,18 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
     lines += ["## Drops (original → variant)", "",
-              "Drop = mean(original) − mean(variant); p from Welch's t-test; 95 % CI from a "
+              "Drop = mean(original) − mean(variant); p from Welch's t-test; p (BH): "
+              "Benjamini-Hochberg adjusted over all drops of the same metric in this report "
+              "(read it when scanning many rows); 95 % CI from a "
               f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples); n/a with fewer than 2 "
               "runs on a side.", "",
-              "| model | dataset | variant | setting | metric | drop | p (Welch) | 95 % CI | "
-              "seeds |", "|---|---|---|---|---|---|---|---|---|"]
+              "| model | dataset | variant | setting | metric | drop | p (Welch) | p (BH) | "
+              "95 % CI | seeds |", "|---|---|---|---|---|---|---|---|---|---|"]
     for d in drops:
         ci = ("n/a" if d["ci_low"] is None else f"[{d['ci_low']:.3f}, {d['ci_high']:.3f}]")
         lines.append(f"| {d['model']} | {d['dataset']} | {d['variant']} | {d['setting']} | "
-                     f"{d['metric']} | {d['drop']:.3f} | {_p(d['p_welch'])} | {ci} | "
+                     f"{d['metric']} | {d['drop']:.3f} | {_p(d['p_welch'])} | "
+                     f"{_p(d['p_bh'])} | {ci} | "
                      f"{d['n_original']} / {d['n_other']} |")
     lines += ["", "## Figures", ""]
     for column in metric_columns:

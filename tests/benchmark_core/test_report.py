@@ -103,3 +103,22 @@ def test_line_search_settings_become_groups_and_a_curve(tmp_path):
     text = report.write_report(root, tmp_path / "out").read_text()
     assert "figures/line_search_mig.png" in text
     assert (tmp_path / "out" / "figures" / "line_search_mig.png").stat().st_size > 0
+
+
+def test_drop_p_values_are_also_adjusted_per_metric(tmp_path):
+    root = tmp_path / "many"
+    originals = {"a": [0.30, 0.32, 0.31], "b": [0.20, 0.25, 0.22], "c": [0.1, 0.12, 0.11]}
+    modified = {"a": [0.10, 0.12, 0.11], "b": [0.19, 0.24, 0.20], "c": [0.1, 0.13, 0.09]}
+    for model in originals:
+        for seed in range(3):
+            _result(root / "runs" / f"{model}_o{seed}", model, "original", seed,
+                    originals[model][seed], 0.5)
+            _result(root / "runs" / f"{model}_m{seed}", model, "modified", seed,
+                    modified[model][seed], 0.5, eps=0.1)
+    drops = [d for d in report.drop_rows(report.group(report.load_runs(root))[0])
+             if d["metric"] == "MIG"]
+    raw = [stats.ttest_ind(originals[d["model"]], modified[d["model"]],
+                           equal_var=False).pvalue for d in drops]
+    assert [d["p_welch"] for d in drops] == pytest.approx(raw)
+    assert [d["p_bh"] for d in drops] == pytest.approx(stats.false_discovery_control(raw))
+    assert all(d["p_bh"] >= d["p_welch"] for d in drops)
