@@ -353,10 +353,13 @@ def _eps_value(row):
 
 
 def _mean_cell(row: dict | None, column: str) -> str:
+    pruned = f"{row['excluded_overpruned']} over-pruned" if row and row[
+        "excluded_overpruned"] else ""
     if row is None or f"{column} mean" not in row:
-        return "—"
+        return f"— ({pruned})" if pruned else "—"
     spread = f" ± {row[f'{column} std']:.3f}" if row["seeds"] > 1 else ""
-    return f"{row[f'{column} mean']:.3f}{spread} ({row['seeds']})"
+    return (f"{row[f'{column} mean']:.3f}{spread} ({row['seeds']}"
+            + (f"; {pruned} excluded)" if pruned else ")"))
 
 
 def _drop_cell(drop: dict | None) -> str:
