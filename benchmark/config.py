@@ -37,9 +37,21 @@ def parse_config(gin_files, gin_bindings) -> None:
     work starts (a missing file too, with gin's error). The config stays unlocked so lazily
     imported modules can still register."""
     gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
-    with _quiet_gin_lookups():
-        gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
-                                            finalize_config=False)
+    try:
+        with _quiet_gin_lookups():
+            gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
+                                                finalize_config=False)
+    except ModuleNotFoundError as error:
+        raise ValueError(f"{error}\n(a gin `import` line names a module Python cannot find "
+                         f"from {pathlib.Path.cwd()}: run the command from the directory "
+                         "that contains your package, or add that directory to PYTHONPATH)"
+                         ) from error
+    except ValueError as error:
+        if "No configurable matching" not in str(error):
+            raise
+        raise ValueError(f"{error}\n(register it where it is defined: decorate the function "
+                         "or class with @gin.configurable, or call gin.external_configurable "
+                         "on it, in the module your gin file imports)") from error
 
 
 def define_gin_flags(example_binding: str) -> None:

@@ -101,7 +101,8 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
     posterior mean."""
     scores = {}
     batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
-    encoded = [model.encode(batch) for batch in batches]
+    encoded = ([model.encode(batch) for batch in batches] if hasattr(model, "encode")
+               else [{"mean": model.representation(batch)} for batch in batches])
     if "logvar" in encoded[0]:
         variance = np.exp(np.concatenate([np.asarray(e["logvar"]) for e in encoded]))
         scores.update(health.active_units(variance, num_factors))
@@ -109,7 +110,7 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
         codes = [model.representation(batch) for batch in batches]
         decoded = np.concatenate([np.asarray(model.decode_images(c)) for c in codes])
         scores["psnr"] = health.psnr(images, decoded.astype(np.float64))
-        if hasattr(model, "reconstruction_loss"):
+        if hasattr(model, "reconstruction_loss") and hasattr(model, "decode"):
             scores["reconstruction_loss"] = float(np.mean(np.concatenate([
                 np.asarray(model.reconstruction_loss(batch, model.decode(e.get("codes",
                                                                                e["mean"]))))

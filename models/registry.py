@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import gin
 
-from models import (architectures, cliff, factorqvae, factorvae, pcl, quantized, slowvae,
-                    tripod, vae)
+from models import (architectures, cliff, factorqvae, factorvae, interface, pcl, quantized,
+                    slowvae, tripod, vae)
 
 _REGULARIZERS = {"ae": vae.ae, "beta_vae": vae.beta_vae, "annealed_vae": vae.annealed_vae,
                  "beta_tcvae": vae.beta_tcvae, "dip_vae": vae.dip_vae,
@@ -33,25 +33,13 @@ _ARCHITECTURES = {"conv": (architectures.conv_encoder, architectures.conv_decode
 METHODS = tuple(_REGULARIZERS) + ("factor_vae", "slowvae", "pcl", "qlae", "qlvae", "vq_vae",
                                    "tripod") + tuple(factorqvae.VARIANTS)
 PLUGIN_METHODS = ("vae", "custom")
-#: what the training loop, the runner and the metrics need of a model
-MODEL_INTERFACE = ("train_step", "representation", "optimizers_list", "optimizer_variables")
-
-
-def check_model(model, origin: str):
-    """`model` if it has the methods the runner needs, else one error naming what is missing."""
-    missing = [name for name in MODEL_INTERFACE if not callable(getattr(model, name, None))]
-    if missing:
-        raise TypeError(f"{origin} returned {type(model).__name__}, which lacks {missing}; "
-                        "subclass models.base.TrainableModel (loss_terms -> dict with 'loss', "
-                        "representation -> codes)")
-    return model
-
-
 @gin.configurable("model", denylist=["observation_shape"])
 def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int = 10,
                architecture: str = "conv", regularizer=None, factory=None,
                name: str | None = None):
-    """The model of `method` for images of `observation_shape` (64, 64, c).
+    """The model of `method` for images of `observation_shape` (64, 64, c), checked against
+    models/interface.py on two blank images before it is returned (so a plug-in that lacks
+    a method fails before training, not after).
 
     regularizer: with method 'vae', fn(kl, mean, logvar, z, step) -> {'regularizer': ...}.
     factory: with method 'custom', factory(observation_shape, num_latents) -> a model.
@@ -72,9 +60,18 @@ def make_model(observation_shape, method: str = gin.REQUIRED, num_latents: int =
                          f"{', '.join(_ARCHITECTURES)}")
     if int(num_latents) < 1:
         raise ValueError(f"model.num_latents must be >= 1, found {num_latents}")
+    origin = f"model.factory {factory!r}" if method == "custom" else f"model.method {method!r}"
+    return interface.check_model(
+        _build(observation_shape, method, int(num_latents), architecture, regularizer,
+               factory, name), observation_shape, origin)
+
+
+def _build(observation_shape, method, num_latents, architecture, regularizer, factory, name):
     if method == "custom":
-        return check_model(factory(tuple(observation_shape), int(num_latents)),
-                           f"model.factory {factory!r}")
+        if not callable(factory):
+            raise TypeError(f"model.factory must be callable (observation_shape, num_latents) "
+                            f"-> model; found {factory!r}")
+        return factory(tuple(observation_shape), num_latents)
     make_encoder, make_decoder = _ARCHITECTURES[architecture]
     if method == "vae":
         if not callable(regularizer):
