@@ -1,0 +1,65 @@
+"""The README's commands run as written: every `python -m MODULE ... --flag` it shows names a
+module that exists and flags that module defines (its --helpfull), and every gin file it
+names exists. Catches a README that drifts from the code (e.g. a flag that was removed)."""
+
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _commands() -> list[str]:
+    """Every `python -m ...` command in the README's shell blocks and inline code."""
+    found = []
+    for block in re.findall(r"```(?:bash|sh|shell)\n(.*?)```", README, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            if line.startswith("python -m "):
+                found.append(line)
+    found += re.findall(r"`(python -m [^`]+)`", README)
+    return found
+
+
+def _arguments(command: str) -> tuple[str, list[str]]:
+    words = shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", command))   # [--opt] -> --opt
+    return words[2], words[3:]
+
+
+COMMANDS = _commands()
+MODULES = sorted({_arguments(c)[0] for c in COMMANDS})
+
+
+def test_the_readme_shows_commands():
+    assert len(COMMANDS) >= 10 and "benchmark.run" in MODULES and "benchmark.audit" in MODULES
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_flag_in_the_readme_is_defined(module):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-m", module, "--helpfull"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    defined = set(re.findall(r"^\s+--(?:\[no\])?([A-Za-z_][\w-]*)", result.stdout, re.M))
+    assert defined, f"{module} --helpfull listed no flags: {result.stderr[-1000:]}"
+    for command in COMMANDS:
+        name, args = _arguments(command)
+        if name != module:
+            continue
+        used = {a[2:].split("=")[0] for a in args if a.startswith("--")}
+        assert used <= defined, f"README: `{command}` uses {sorted(used - defined)}, which " \
+                                f"{module} does not define"
+
+
+def test_every_gin_file_in_the_readme_exists():
+    names = set(re.findall(r"--gin_file=(\S+?\.gin)", README))
+    names |= set(re.findall(r"include '([^']+\.gin)'", README))
+    assert names
+    missing = [n for n in sorted(names)
+               if not (ROOT / n).exists() and not (ROOT / "gin_configs" / n).exists()]
+    assert not missing, f"README names gin files that do not exist: {missing}"
