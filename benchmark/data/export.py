@@ -3,8 +3,9 @@
 dSprites -> `dsprites_ndarray_...npz` layout (imgs, latents_classes, latents_values with
 the constant color factor re-added); Shapes3D -> `3dshapes.h5` layout (images, labels).
 Binary dSprites images are stored as 0/1 like the official file; a variant that is no
-longer binary (noisy, modified) stores grey levels 0..255 and marks it with the extra
-scalar key `imgs_max` = 255 (readers divide by it; the suite's reader does).
+longer binary (noisy, modified) stores float16 images in [0, 1], which disentanglement_lib
+reads unchanged. The dSprites npz carries the official `metadata` dict (`latents_sizes`).
+Both formats are written chunk by chunk: memory stays well under 1 GB for the full data.
 """
 
 from __future__ import annotations

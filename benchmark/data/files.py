@@ -117,11 +117,26 @@ def _index_array(indices, num_rows: int) -> np.ndarray:
     return idx
 
 
+def _float_to_grey_levels(imgs: np.ndarray, path, chunk: int = 16384) -> np.ndarray:
+    """uint8 0..255 from float images in [0, 1] (the suite's grey-level export), checked and
+    converted chunk by chunk."""
+    out = np.empty(imgs.shape, np.uint8)
+    for begin in range(0, len(imgs), chunk):
+        block = imgs[begin:begin + chunk].astype(np.float32)
+        ok = np.isfinite(block).all() and block.min(initial=0) >= 0 and block.max(initial=0) <= 1
+        _check(bool(ok), path, "float imgs in [0, 1]",
+               f"values {block.min(initial=0)}..{block.max(initial=0)} in rows "
+               f"{begin}..{begin + len(block) - 1}")
+        out[begin:begin + chunk] = np.rint(block * 255.0)
+    return out
+
+
 class DSpritesFile:
     """The official dSprites npz, validated and held in memory bit-packed (~377 MB).
 
-    Images are 0/1 as in the official file, or grey levels 0..255 when the file carries
-    the scalar `imgs_max` (= 255; the suite's export of non-binary variants).
+    Images are 0/1 as in the official file, or grey levels: float imgs in [0, 1] (the
+    suite's export of non-binary variants) or, in files of earlier versions, uint8 0..255
+    with the scalar `imgs_max` (= 255).
     """
 
     def __init__(self, path, factor_sizes: Sequence[int] = (1, 3, 6, 40, 32, 32)):
@@ -134,7 +149,8 @@ class DSpritesFile:
         k = len(factor_sizes)
         _check(imgs.ndim == 3 and imgs.shape[1:] == (64, 64), self.path,
                "imgs of shape (n, 64, 64)", f"shape {imgs.shape}")
-        _check(imgs.dtype == np.uint8, self.path, "imgs of dtype uint8", imgs.dtype)
+        _check(imgs.dtype == np.uint8 or imgs.dtype.kind == "f", self.path,
+               "imgs of dtype uint8 (or float in [0, 1])", imgs.dtype)
         _check(len(imgs) == n, self.path, f"{n} rows (factor sizes {tuple(factor_sizes)})",
                f"{len(imgs)} rows")
         _check(classes.shape == (n, k) and classes.dtype.kind in "iu", self.path,
@@ -147,8 +163,10 @@ class DSpritesFile:
         _check(bad.size == 0, self.path,
                "latents_classes in official order (last factor fastest)",
                f"row {bad[0] if bad.size else 0} = {classes[bad[0]] if bad.size else ''}")
-        self.grey_levels = "imgs_max" in arrays
-        if self.grey_levels:
+        self.grey_levels = "imgs_max" in arrays or imgs.dtype.kind == "f"
+        if imgs.dtype.kind == "f":
+            self._images = _float_to_grey_levels(imgs, self.path)
+        elif self.grey_levels:
             _check(int(arrays["imgs_max"]) == 255, self.path, "imgs_max = 255",
                    arrays["imgs_max"])
             self._images = imgs
@@ -300,27 +318,73 @@ def _chunks(n: int, chunk: int, progress: bool, desc: str):
     return tqdm(range(0, n, chunk), desc=desc, unit="chunk", disable=not progress)
 
 
+DSPRITES_LATENT_NAMES = ("color", "shape", "scale", "orientation", "posX", "posY")
+
+
+def dsprites_metadata(factor_sizes: Sequence[int], latents_values: np.ndarray) -> dict:
+    """The official file's `metadata` dict (the keys disentanglement_lib and most dSprites
+    loaders read, e.g. `data["metadata"][()]["latents_sizes"]`)."""
+    sizes = np.asarray(factor_sizes, dtype=np.int64)
+    per_factor = _values_per_factor(np.asarray(latents_values, np.float64), sizes)
+    return {"title": "dSprites dataset (written by disentangle-bench)",
+            "description": "Rows in the official order (last factor fastest); imgs are 0/1 "
+                           "uint8 (binary) or float16 in [0, 1] (grey-level variants).",
+            "version": 1, "author": "disentangle-bench export",
+            "latents_names": DSPRITES_LATENT_NAMES[:len(sizes)], "latents_sizes": sizes,
+            "latents_possible_values": dict(zip(DSPRITES_LATENT_NAMES, per_factor))}
+
+
+def _values_per_factor(values: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
+    strides = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1]])
+    return [values[np.arange(size) * stride, j] for j, (size, stride) in
+            enumerate(zip(sizes, strides))]
+
+
+def _write_npy_member(archive: zipfile.ZipFile, name: str, shape: tuple, dtype,
+                      blocks) -> None:
+    """Streams `blocks` (arrays in C order that together fill `shape`) into the member
+    `name`.npy of an open zip, in the .npy format np.load reads."""
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+        np.lib.format.write_array_header_2_0(member, {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+            "shape": tuple(int(d) for d in shape)})
+        for block in blocks:
+            member.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
+
+
 def write_dsprites_npz(path, images_fn: Callable[[np.ndarray], np.ndarray],
-                       factor_sizes: Sequence[int], latents_values: np.ndarray,
-                       grey_levels: bool = False, chunk: int = 4096,
-                       progress: bool = True) -> None:
+                      factor_sizes: Sequence[int], latents_values: np.ndarray,
+                      grey_levels: bool = False, chunk: int = 4096,
+                      progress: bool = True) -> None:
     """Writes the official dSprites layout (compressed npz) to `path`, atomically.
 
-    images_fn(indices int64 (m,)) -> uint8 (m, 64, 64): 0/1, or 0..255 with
-    `grey_levels` (then the scalar `imgs_max` = 255 is stored too).
+    images_fn(indices int64 (m,)) -> uint8 (m, 64, 64): 0/1, or 0..255 with `grey_levels`.
+    Binary images are stored as the official uint8 0/1; grey levels as float16 in [0, 1]
+    (k / 255 to within 2.5e-4), which disentanglement_lib's loader reads unchanged (it casts
+    `imgs` to float32 and uses it as is). Keys: imgs, latents_classes, latents_values, and
+    `metadata` (a pickled dict, as in the official file, with `latents_sizes`). The images
+    are rendered and compressed chunk by chunk: memory stays at a few chunks, not the
+    3 GB of the full image array.
     """
     path = pathlib.Path(path)
     n = int(np.prod(factor_sizes))
-    imgs = np.empty((n, 64, 64), dtype=np.uint8)
-    for begin in _chunks(n, chunk, progress, f"rendering {path.name}"):
-        idx = np.arange(begin, min(begin + chunk, n))
-        imgs[idx] = images_fn(idx)
-    arrays = {"imgs": imgs, "latents_classes": grid_classes(factor_sizes),
-              "latents_values": np.asarray(latents_values, dtype=np.float64)}
-    if grey_levels:
-        arrays["imgs_max"] = np.array(255, dtype=np.int64)
-    with atomic_path(path, ".npz") as tmp, open(tmp, "wb") as handle:
-        np.savez_compressed(handle, **arrays)
+
+    def image_blocks():
+        for begin in _chunks(n, chunk, progress, f"writing {path.name}"):
+            block = images_fn(np.arange(begin, min(begin + chunk, n)))
+            yield block.astype(np.float16) / np.float16(255) if grey_levels else block
+
+    with atomic_path(path, ".npz") as tmp, zipfile.ZipFile(
+            tmp, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        _write_npy_member(archive, "imgs", (n, 64, 64),
+                          np.float16 if grey_levels else np.uint8, image_blocks())
+        for name, array in (("latents_classes", grid_classes(factor_sizes)),
+                            ("latents_values", np.asarray(latents_values, np.float64))):
+            _write_npy_member(archive, name, array.shape, array.dtype, [array])
+        with archive.open("metadata.npy", "w") as member:
+            np.lib.format.write_array(member, np.array(
+                dsprites_metadata(factor_sizes, latents_values), dtype=object),
+                allow_pickle=True)
 
 
 def write_shapes3d_h5(path, images_fn: Callable[[np.ndarray], np.ndarray],

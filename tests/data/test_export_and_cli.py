@@ -48,11 +48,53 @@ def test_noisy_dsprites_export_keeps_grey_levels(tmp_path):
     noisy = make_variant(_small_dsprites(tmp_path / "in"), "noisy", seed=3)
     out = export.export_official(noisy, tmp_path / "out" / dsprites.FILENAME, progress=False)
     with np.load(out, allow_pickle=False) as npz:
-        assert int(npz["imgs_max"]) == 255 and npz["imgs"].max() > 1
+        assert npz["imgs"].dtype == np.float16 and "imgs_max" not in npz.files
+        assert 0.0 <= npz["imgs"].min() and npz["imgs"].max() <= 1.0
     again = dsprites.DSprites(source="file", data_dir=str(out.parent),
                               factor_sizes=SMALL_DSPRITES)
     every = np.arange(noisy.num_images)
     np.testing.assert_allclose(again.images(every), noisy.images(every), atol=0.5 / 255 + 1e-6)
+
+
+def _load_like_disentanglement_lib(path):
+    """The key accesses of disentanglement_lib's DSprites loader (its own test file, so
+    pickle is allowed here, as dlib allows it for the official file's metadata)."""
+    data = np.load(path, encoding="latin1", allow_pickle=True)
+    images = np.array(data["imgs"])
+    factor_sizes = np.array(data["metadata"][()]["latents_sizes"], dtype=np.int64)
+    return np.expand_dims(images.astype(np.float32), axis=3), factor_sizes
+
+
+@pytest.mark.parametrize("variant", ["original", "noisy"])
+def test_dsprites_export_loads_as_disentanglement_lib_loads_it(tmp_path, variant):
+    data = make_variant(_small_dsprites(tmp_path / "in"), variant, seed=3)
+    out = export.export_official(data, tmp_path / "out" / dsprites.FILENAME, progress=False)
+    images, factor_sizes = _load_like_disentanglement_lib(out)
+    np.testing.assert_array_equal(factor_sizes, SMALL_DSPRITES)
+    every = np.arange(data.num_images)
+    np.testing.assert_allclose(images, data.images(every), atol=0.5 / 255 + 3e-4)
+    with np.load(out, encoding="latin1", allow_pickle=True) as npz:
+        metadata = npz["metadata"][()]
+        assert metadata["latents_names"][1:] == ("shape", "scale", "orientation", "posX",
+                                                 "posY")
+        np.testing.assert_allclose(metadata["latents_possible_values"]["scale"],
+                                   data.factor_values[1])
+
+
+def test_dsprites_export_streams_in_chunks(tmp_path):
+    import tracemalloc
+    sizes = (1, 3, 6, 4, 8, 8)
+    n = int(np.prod(sizes))
+    values = np.zeros((n, 6))
+    block = np.ones((64, 64, 64), np.uint8)
+    tracemalloc.start()
+    files.write_dsprites_npz(tmp_path / "d.npz", lambda idx: block[:len(idx)], sizes, values,
+                             chunk=64, progress=False)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 0.25 * n * 64 * 64, f"peak {peak} bytes for {n * 64 * 64} bytes of images"
+    with np.load(tmp_path / "d.npz", allow_pickle=False) as npz:
+        assert npz["imgs"].shape == (n, 64, 64) and npz["imgs"].min() == 1
 
 
 def test_shapes3d_export_reloads_identically(tmp_path):

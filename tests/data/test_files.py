@@ -71,7 +71,10 @@ def test_dsprites_round_trip_and_bit_packing(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (lambda a: a.pop("latents_classes"), "arrays"),
     (lambda a: a.update(imgs=a["imgs"][:, :32]), r"shape \(n, 64, 64\)"),
-    (lambda a: a.update(imgs=a["imgs"].astype(np.float32)), "dtype uint8"),
+    (lambda a: a.update(imgs=a["imgs"].astype(np.int16)), "dtype uint8"),
+    (lambda a: a.update(imgs=a["imgs"].astype(np.float32) * 2), r"float imgs in \[0, 1\]"),
+    (lambda a: a.update(imgs=np.where(a["imgs"], np.nan, 0).astype(np.float16)),
+     r"float imgs in \[0, 1\]"),
     (lambda a: a.update(imgs=a["imgs"][:-1], latents_classes=a["latents_classes"][:-1],
                         latents_values=a["latents_values"][:-1]), "expected 216 rows"),
     (lambda a: a.update(latents_classes=a["latents_classes"][::-1].copy()), "official order"),
