@@ -5,22 +5,34 @@
         (float32 observations, chunks of 4096), and for the tf.data pipeline (original and
         noisy).
 
-    python -m benchmark.speed metrics
+    python -m benchmark.speed metrics [--codes=RUN/eval_codes.npz]
         seconds per metric at its default sample sizes on one 10-dim representation of
         procedural dSprites (a fixed random projection of the pixels), and the total;
+        with --codes, on a trained model's saved evaluation codes instead (codes level);
         --gin_bindings="dci.classifier = 'hist_gbt'" times the fast DCI.
 
     python -m benchmark.speed train [--model=beta_vae,pcl] [--dataset=dsprites] [--xla]
-        milliseconds per compiled training step and images/s per model (batch 64,
-        latent dim = number of factors), after 3 warm-up steps.
+            [--precision=float32,mixed_bfloat16] [--repeats=5] [--train_steps=20]
+        milliseconds per compiled training step per model (batch 64, latent dim = number
+        of factors): after 3 warm-up steps, `repeats` timings of `train_steps` steps, each
+        on different batches; prints the min and the median over repeats.
+
+Every command first prints the CPU model, its vector extensions and thread settings, and
+after each measurement how busy the machine was with other work (benchmark/machine.py);
+--out=FILE.json keeps all of it with the numbers.
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
 import time
 
 import numpy as np
 from absl import app, flags
+
+from benchmark import machine
+from benchmark.atomic import atomic_path
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("datasets", ["dsprites", "shapes3d"], "Datasets to benchmark.")
@@ -35,7 +47,13 @@ flags.DEFINE_list("model", [], "Model configs (gin_configs/models/NAME.gin) or m
                   "train; default all).")
 flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
 flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
-flags.DEFINE_integer("train_steps", 20, "Timed steps per model (after 3 warm-up steps).")
+flags.DEFINE_integer("train_steps", 20, "Timed steps per repeat (after 3 warm-up steps).")
+flags.DEFINE_integer("repeats", 5, "Timed repeats per model, each on different batches.")
+flags.DEFINE_list("precision", ["float32"], "Keras precision policies to time: float32, "
+                  "mixed_bfloat16 (benchmark.speed train).")
+flags.DEFINE_string("codes", None, "An npz of (factors, codes), e.g. a run's eval_codes.npz: "
+                    "time the metrics on these trained codes (benchmark.speed metrics).")
+flags.DEFINE_string("out", None, "Also write the measurements, CPU and load to this JSON.")
 flags.DEFINE_boolean("xla", False, "Compile the training step with XLA.")
 flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings for the metrics, e.g. "
                           "\"dci.classifier = 'hist_gbt'\".")
@@ -77,8 +95,9 @@ def bench_pipeline(data, batches: int, batch_size: int = 64) -> float:
     return batches * batch_size / (time.perf_counter() - start)
 
 
-def speed_data() -> None:
+def speed_data() -> list[dict]:
     from benchmark.data import get_dataset, make_variant
+    rows = []
     for name in FLAGS.datasets:
         for source in FLAGS.sources:
             try:
@@ -91,41 +110,61 @@ def speed_data() -> None:
             if hasattr(data, "renderer") and data.renderer is not None:
                 data.renderer.precompute()
             warm = time.perf_counter() - warm
-            per_image = bench_batches(data, rng)
-            count, seconds = bench_whole(data, FLAGS.whole_limit)
-            pipe = bench_pipeline(data, FLAGS.pipeline_batches)
-            noisy = make_variant(data, "noisy")
-            noisy_batches = 1.0 / bench_batches(noisy, rng)
-            noisy_pipe = bench_pipeline(noisy, FLAGS.pipeline_batches)
+            with machine.LoadMeter() as load:
+                per_image = bench_batches(data, rng)
+                count, seconds = bench_whole(data, FLAGS.whole_limit)
+                pipe = bench_pipeline(data, FLAGS.pipeline_batches)
+                noisy = make_variant(data, "noisy")
+                noisy_batches = 1.0 / bench_batches(noisy, rng)
+                noisy_pipe = bench_pipeline(noisy, FLAGS.pipeline_batches)
             print(f"{name:9s} {source:10s} cache {warm:5.1f} s | batches of 64: "
                   f"{1.0 / per_image:,.0f} img/s | whole dataset: {count:,} images in "
                   f"{seconds:.1f} s ({_rate(count, seconds)}) | tf.data: {pipe:,.0f} img/s | "
                   f"noisy batches: {noisy_batches:,.0f} img/s, noisy tf.data: "
-                  f"{noisy_pipe:,.0f} img/s", flush=True)
+                  f"{noisy_pipe:,.0f} img/s ({machine.describe_load(load.result)})",
+                  flush=True)
+            rows.append({"dataset": name, "source": source, "cache_seconds": warm,
+                         "batch_img_per_s": 1.0 / per_image, "whole_images": count,
+                         "whole_seconds": seconds, "pipeline_img_per_s": pipe,
+                         "noisy_batch_img_per_s": noisy_batches,
+                         "noisy_pipeline_img_per_s": noisy_pipe, "load": load.result})
+    return rows
 
 
-def speed_metrics() -> None:
+def speed_metrics() -> list[dict]:
     import gin
 
-    from benchmark.data import get_dataset
-    from benchmark.metrics import evaluate
+    from benchmark.metrics import evaluate, evaluate_codes
     gin.parse_config(FLAGS.gin_bindings)
-    data = get_dataset("dsprites", "procedural")
-    projection = np.random.default_rng(0).normal(size=(64 * 64, 10)).astype(np.float32) / 64
+    if FLAGS.codes:
+        from benchmark.metrics.__main__ import load_codes
+        factors, codes = load_codes(FLAGS.codes)
 
-    def representation(images):
-        return images.reshape(len(images), -1) @ projection
+        def score(name):
+            return evaluate_codes(factors, codes, seed=0, names=[name])[name]
+        print(f"trained codes {FLAGS.codes}: {codes.shape[0]} points x {codes.shape[1]} dims")
+    else:
+        from benchmark.data import get_dataset
+        data = get_dataset("dsprites", "procedural")
+        projection = np.random.default_rng(0).normal(size=(64 * 64, 10)).astype(np.float32)
 
-    total = 0.0
+        def score(name):
+            return evaluate(data, lambda x: x.reshape(len(x), -1) @ projection / 64, seed=0,
+                            names=[name])[name]
+    rows, total = [], 0.0
     for name in FLAGS.metrics:
-        start = time.perf_counter()
-        scores = evaluate(data, representation, seed=0, names=[name])[name]
-        seconds = time.perf_counter() - start
+        with machine.LoadMeter() as load:
+            scores = score(name)
+        seconds = load.result["seconds"]
         total += seconds
         shown = ", ".join(f"{k}={v:.3f}" for k, v in scores.items()
                           if isinstance(v, float))
-        print(f"{name:24s} {seconds:7.1f} s   {shown}", flush=True)
+        print(f"{name:24s} {seconds:7.1f} s   {shown}   ({machine.describe_load(load.result)})",
+              flush=True)
+        rows.append({"metric": name, "seconds": seconds, "scores": scores,
+                     "load": load.result})
     print(f"{'total':24s} {total:7.1f} s")
+    return rows
 
 
 def _speed_model(name, data, make_model, search_path, gin):
@@ -141,35 +180,67 @@ def _speed_model(name, data, make_model, search_path, gin):
     return make_model(data.observation_shape, method=name, num_latents=data.num_factors)
 
 
-def speed_train() -> None:
+def _train_batches(data, kind: str, count: int):
+    """`count` different training batches of the stream `kind` asks for, as tensors."""
     import tensorflow as tf
 
-    from benchmark.data import get_dataset, pipeline
-    from models.registry import METHODS, make_model
+    from benchmark.data import pipeline
+    if kind == "images":
+        return [tf.constant(pipeline.image_batch(data, FLAGS.batch_size, 0, b))
+                for b in range(count)]
+    return [tuple(tf.constant(x) for x in pipeline.pair_batch(
+        data, FLAGS.batch_size, 0, b, negatives=kind == "pairs_with_negatives"))
+        for b in range(count)]
+
+
+def time_steps(step, batches, repeats: int, steps: int) -> list[float]:
+    """Seconds per step of `repeats` timings of `steps` calls step(batch, i), each repeat
+    cycling through its own batches; the result is read back so every step has run."""
+    import tensorflow as tf
+    per_step = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        for i in range(steps):
+            terms = step(batches[(r * steps + i) % len(batches)], tf.constant(i, tf.int64))
+        float(terms["loss"])
+        per_step.append((time.perf_counter() - start) / steps)
+    return per_step
+
+
+def speed_train() -> list[dict]:
     import gin
+    import keras
+    import tensorflow as tf
 
     from benchmark.config import GIN_SEARCH_PATH
+    from benchmark.data import get_dataset
+    from models.registry import METHODS, make_model
     data = get_dataset(FLAGS.dataset, "procedural")
-    for method in FLAGS.model or METHODS:
-        model = _speed_model(method, data, make_model, GIN_SEARCH_PATH, gin)
-        kind = model.input_kind
-        if kind == "images":
-            batch = tf.constant(pipeline.image_batch(data, FLAGS.batch_size, 0, 0))
-        else:
-            batch = tuple(tf.constant(x) for x in pipeline.pair_batch(
-                data, FLAGS.batch_size, 0, 0, negatives=kind == "pairs_with_negatives"))
-        step = tf.function(lambda b, i: model.train_step(b, i, tf.stack(
-            [tf.constant(0, tf.int64), i])), jit_compile=FLAGS.xla)
-        for i in range(3):
-            step(batch, tf.constant(i, tf.int64))
-        start = time.perf_counter()
-        for i in range(FLAGS.train_steps):
-            terms = step(batch, tf.constant(i, tf.int64))
-        float(terms["loss"])
-        seconds = (time.perf_counter() - start) / FLAGS.train_steps
-        images = FLAGS.batch_size * (1 if kind == "images" else 2 if kind == "pairs" else 3)
-        print(f"{method:14s} {FLAGS.batch_size} x {kind:22s} {seconds * 1000:7.1f} ms/step  "
-              f"{images / seconds:7.0f} img/s", flush=True)
+    rows = []
+    for precision in FLAGS.precision:
+        keras.mixed_precision.set_global_policy(precision)
+        for method in FLAGS.model or METHODS:
+            model = _speed_model(method, data, make_model, GIN_SEARCH_PATH, gin)
+            kind = model.input_kind
+            batches = _train_batches(data, kind, min(FLAGS.repeats * FLAGS.train_steps, 64))
+            step = tf.function(lambda b, i: model.train_step(b, i, tf.stack(
+                [tf.constant(0, tf.int64), i])), jit_compile=FLAGS.xla)
+            for i in range(3):
+                step(batches[i % len(batches)], tf.constant(i, tf.int64))
+            with machine.LoadMeter() as load:
+                seconds = time_steps(step, batches, FLAGS.repeats, FLAGS.train_steps)
+            images = FLAGS.batch_size * {"images": 1, "pairs": 2}.get(kind, 3)
+            best, median = min(seconds), float(np.median(seconds))
+            print(f"{method:14s} {precision:14s} {FLAGS.batch_size} x {kind:20s} "
+                  f"min {best * 1000:7.1f} ms/step, median {median * 1000:7.1f} ms/step  "
+                  f"{images / best:7.0f} img/s   ({machine.describe_load(load.result)})",
+                  flush=True)
+            rows.append({"model": method, "precision": precision, "input_kind": kind,
+                         "batch_size": FLAGS.batch_size, "ms_per_step": [
+                             1000 * x for x in seconds], "min_ms": 1000 * best,
+                         "median_ms": 1000 * median, "load": load.result})
+    keras.mixed_precision.set_global_policy("float32")
+    return rows
 
 
 COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train}
@@ -179,7 +250,14 @@ def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(f"expected one benchmark, one of {', '.join(COMMANDS)}; "
                              f"found {' '.join(argv[1:]) or 'none'}")
-    COMMANDS[argv[1]]()
+    print(machine.header(), flush=True)
+    rows = COMMANDS[argv[1]]()
+    if FLAGS.out:
+        record = {"command": argv[1], "cpu": machine.cpu_description(), "rows": rows,
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+        with atomic_path(pathlib.Path(FLAGS.out), ".json") as tmp:
+            tmp.write_text(json.dumps(record, indent=2, default=float))
+        print(f"wrote {FLAGS.out}")
 
 
 if __name__ == "__main__":

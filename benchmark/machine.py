@@ -1,0 +1,85 @@
+"""What a timing was measured on: CPU model and vector extensions, threads, and how busy
+the machine was with other work while it ran (a figure without these says little: the same
+step is 3x slower on one CPU than another, and 2x slower when another job shares the cores).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+#: vector extensions that change deep-learning speed on x86 CPUs, as /proc/cpuinfo names them
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+
+
+def cpu_description() -> dict:
+    """{'model', 'cores', 'vector_flags', 'threads'} of this machine (Linux; elsewhere the
+    model is platform.processor() and the flags are unknown)."""
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    except OSError:
+        pass
+    threads = {name: os.environ.get(name) for name in
+               ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+    return {"model": model, "cores": os.cpu_count(),
+            "vector_flags": [f for f in VECTOR_FLAGS if f in flags],
+            "threads": {k: v for k, v in threads.items() if v is not None}}
+
+
+def _busy_and_total_jiffies() -> tuple[int, int] | None:
+    try:
+        with open("/proc/stat", encoding="utf-8") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)      # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+class LoadMeter:
+    """Measures, over a `with` block, how many cores were busy with work other than this
+    process (`foreign_cores`, 0 = the machine was otherwise idle) and the load average."""
+
+    def __enter__(self):
+        self._start = _busy_and_total_jiffies()
+        self._own = time.process_time()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        end = _busy_and_total_jiffies()
+        wall = time.perf_counter() - self._wall
+        own = time.process_time() - self._own
+        self.result = {"seconds": wall, "own_cores": own / wall if wall > 0 else 0.0,
+                       "load_average_1min": os.getloadavg()[0]}
+        if self._start and end and end[1] > self._start[1]:
+            cores = os.cpu_count() or 1
+            busy = (end[0] - self._start[0]) / (end[1] - self._start[1]) * cores
+            self.result["busy_cores"] = busy
+            self.result["foreign_cores"] = max(0.0, busy - self.result["own_cores"])
+        return False
+
+
+def describe_load(load: dict) -> str:
+    """One line for a LoadMeter result."""
+    foreign = load.get("foreign_cores")
+    shown = "unknown" if foreign is None else f"{foreign:.2f}"
+    return (f"other work on the machine: {shown} cores busy on average; "
+            f"load average {load['load_average_1min']:.2f}")
+
+
+def header() -> str:
+    """One line naming the CPU, its vector extensions and thread settings."""
+    cpu = cpu_description()
+    flags = ", ".join(cpu["vector_flags"]) or "none of " + ", ".join(VECTOR_FLAGS)
+    threads = ", ".join(f"{k}={v}" for k, v in cpu["threads"].items()) or "library defaults"
+    return (f"CPU: {cpu['model']}, {cpu['cores']} cores; vector extensions: {flags}; "
+            f"threads: {threads}")

@@ -1,0 +1,39 @@
+"""The context every timing is recorded with (benchmark/machine.py), and the repeat timer
+of `benchmark.speed train` (no timing is asserted: speed is measured by benchmarks)."""
+
+import hashlib
+
+import numpy as np
+
+from benchmark import machine, speed
+
+
+def test_cpu_description_names_the_cpu_and_known_flags():
+    cpu = machine.cpu_description()
+    assert cpu["model"] and cpu["cores"] >= 1
+    assert set(cpu["vector_flags"]) <= set(machine.VECTOR_FLAGS)
+    assert cpu["model"] in machine.header()
+
+
+def test_load_meter_counts_this_process_as_own_work_not_foreign():
+    with machine.LoadMeter() as load:
+        data = b"x" * 1_000_000
+        for _ in range(300):
+            data = hashlib.sha256(data).digest() * 31_250
+    result = load.result
+    assert result["seconds"] > 0 and result["own_cores"] > 0.3
+    if "busy_cores" in result:                 # Linux: /proc/stat is readable
+        assert 0.0 <= result["foreign_cores"] <= (machine.cpu_description()["cores"] or 1)
+    assert "cores busy" in machine.describe_load(result)
+
+
+def test_time_steps_runs_every_repeat_on_its_own_batches():
+    seen = []
+
+    def step(batch, i):
+        seen.append(batch)
+        return {"loss": np.float32(0.0)}
+
+    seconds = speed.time_steps(step, batches=list(range(10)), repeats=3, steps=4)
+    assert len(seconds) == 3 and all(s >= 0 for s in seconds)
+    assert seen == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]
