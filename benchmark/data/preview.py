@@ -39,15 +39,13 @@ def tile_rows(rows, pad: int = 1) -> np.ndarray:
 def save_sheet(sheet: np.ndarray, labels: list[str], title: str, out) -> pathlib.Path:
     """Writes a sheet (from tile_rows) with one label per row and a title to PNG `out`
     (temp name, then renamed)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure        # no pyplot: the caller's backend is kept
 
     cell = sheet.shape[0] / len(labels)
     dpi = 100
     width = sheet.shape[1] / dpi * 2 + 2.0
     height = sheet.shape[0] / dpi * 2 + 0.6
-    fig = plt.figure(figsize=(width, height), dpi=dpi)
+    fig = Figure(figsize=(width, height), dpi=dpi)
     ax = fig.add_axes([2.0 / width, 0.05 / height, 1 - 2.05 / width, 1 - 0.6 / height])
     ax.imshow(np.clip(sheet, 0.0, 1.0), interpolation="nearest")
     ax.set_xticks([])
@@ -55,11 +53,8 @@ def save_sheet(sheet: np.ndarray, labels: list[str], title: str, out) -> pathlib
     ax.tick_params(length=0)
     fig.suptitle(title, y=1 - 0.15 / height, fontsize=12)
     out_path = pathlib.Path(out)
-    try:
-        with atomic_path(out_path, ".png") as tmp:
-            fig.savefig(tmp, format="png")
-    finally:
-        plt.close(fig)
+    with atomic_path(out_path, ".png") as tmp:
+        fig.savefig(tmp, format="png")
     return out_path
 
 

@@ -146,3 +146,13 @@ def test_cli_errors_are_clear(args, message):
     result = _cli(*args)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_preview_sheet_leaves_the_callers_matplotlib_backend_alone(tmp_path):
+    import matplotlib
+
+    from benchmark.data import preview
+    matplotlib.use("svg")
+    out = preview.save_sheet(np.zeros((66, 132, 3), np.float32), ["row"], "t", tmp_path / "p.png")
+    assert matplotlib.get_backend() == "svg"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
