@@ -34,7 +34,6 @@ from benchmark.data import load_data, pipeline
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.registry import make_model
-import perturbations  # noqa: F401  (registers the artefact loader: data.artefact)
 
 SCHEMA_VERSION = 1
 

@@ -13,17 +13,6 @@ from benchmark.data.ground_truth import GroundTruthData
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified")
 
-# Artefact variants (perturbations/artefact.py) need the manipulation network, which lives
-# above this layer: `import perturbations` registers their loader here.
-_artefact_loader = None
-
-
-def register_artefact_loader(loader) -> None:
-    """loader(data, directory, eps) -> the variant of `data` an artefact directory defines."""
-    global _artefact_loader
-    _artefact_loader = loader
-
-
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
     """The dataset `name` ('dsprites' or 'shapes3d') from `source` (auto|procedural|file)."""
@@ -55,10 +44,10 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
                              "python -m perturbations.generate>'; found none")
         from benchmark.data.variants import NoisyData
         return NoisyData(data, eps=eps, seed=seed)
-    if _artefact_loader is None:
-        raise RuntimeError("loading a perturbation artefact needs the perturbations package: "
-                           "`import perturbations` first")
-    loaded = _artefact_loader(data, artefact, eps)
+    # An artefact's m(w) is a network of the perturbations package, a layer above this one:
+    # imported here, when an artefact is asked for, so the data layer stays importable alone.
+    from perturbations.artefact import load_variant
+    loaded = load_variant(data, artefact, eps)
     if loaded.variant != variant:
         raise ValueError(f"artefact {artefact} defines the {loaded.variant!r} variant, but "
                          f"data.variant is {variant!r}")

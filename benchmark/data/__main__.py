@@ -36,8 +36,6 @@ def main(argv):
                              f"found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.out:
         raise app.UsageError("--out is required")
-    if FLAGS.artefact:
-        import perturbations  # noqa: F401  (this entry point registers the artefact loader)
     try:
         data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
                             FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 
-import perturbations  # noqa: F401
 from benchmark.data import load_data
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

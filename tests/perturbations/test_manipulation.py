@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import perturbations  # noqa: F401  (registers the artefact loader)
 from benchmark import train as train_lib
 from benchmark.data import dsprites, export, load_data, make_variant, pipeline
 from benchmark.data.variants import NoisyData, reflect as reflect_np
