@@ -6,7 +6,6 @@ the k lowest and the k highest (Shapes3D: 4 + 4, appendix B.1).
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import subprocess
@@ -18,6 +17,7 @@ from gin import config_parser
 
 from benchmark import train as train_lib
 from models.registry import make_model
+from perturbations.artefact import is_integer, is_number, read_json_object
 
 
 class ReferenceError(RuntimeError):
@@ -78,19 +78,35 @@ def read_reference(run_dir) -> dict:
     if not path.is_file():
         raise ReferenceError(f"reference {run_dir}: expected a finished run (results.json), "
                              "found none")
-    results = json.loads(path.read_text())
-    mig = results.get("metrics", {}).get("mig", {}).get("mig")
+    results = read_json_object(path, ReferenceError, max_bytes=64 << 20)
+
+    def field(*keys):
+        value = results
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    mig = field("metrics", "mig", "mig")
     if mig is None:
         raise ReferenceError(f"reference {run_dir}: expected a MIG score in results.json "
                              "(run.metrics must include 'mig'), found none")
-    variance = results.get("metrics", {}).get("health", {}).get("mean_posterior_variance")
+    if not is_number(mig):
+        raise ReferenceError(f"{path}: expected metrics.mig.mig, a finite number, found "
+                             f"{mig!r} ({type(mig).__name__})")
+    variance = field("metrics", "health", "mean_posterior_variance")
     if variance is None:
         raise ReferenceError(f"reference {run_dir}: expected a variational model with posterior "
                              f"variances, found model {results.get('model')!r} without them")
+    if not (isinstance(variance, list) and variance and all(is_number(v) for v in variance)):
+        raise ReferenceError(f"{path}: expected metrics.health.mean_posterior_variance, a "
+                             f"list of finite numbers, found {str(variance)[:80]}")
+    if not is_integer(results.get("seed")):
+        raise ReferenceError(f"{path}: expected an integer seed, found "
+                             f"{results.get('seed')!r} ({type(results.get('seed')).__name__})")
     gin_config = check_gin_config(results.get("gin_config"), f"{path} (gin_config)")
     return {"run_dir": str(run_dir), "seed": results["seed"], "mig": float(mig),
-            "mean_posterior_variance": variance, "method": results["model"],
-            "dataset": results["dataset"], "gin_config": gin_config}
+            "mean_posterior_variance": variance, "method": results.get("model"),
+            "dataset": results.get("dataset"), "gin_config": gin_config}
 
 
 def choose(references: list[dict], ensemble_size: int = 1) -> tuple[list[dict], list[dict]]:

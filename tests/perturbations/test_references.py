@@ -60,3 +60,25 @@ def test_includes_and_garbage_are_refused(tmp_path):
         references.read_reference(_reference_dir(tmp_path, "model.name = = 3\n", "b"))
     with pytest.raises(references.ReferenceError, match="as a string, found list"):
         references.read_reference(_reference_dir(tmp_path, ["import os"], "c"))
+
+
+def test_malformed_results_json_is_one_clear_error(tmp_path):
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG, "deep")
+    (run_dir / "results.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(references.ReferenceError, match="results.json"):
+        references.read_reference(run_dir)
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG, "types")
+    results = json.loads((run_dir / "results.json").read_text())
+    for key_path, value, message in [(("metrics", "mig", "mig"), True, "finite number"),
+                                     (("metrics", "health", "mean_posterior_variance"), "x",
+                                      "list of finite numbers"),
+                                     (("seed",), 1.5, "integer seed"),
+                                     (("metrics",), [1], "MIG score")]:
+        changed = json.loads(json.dumps(results))
+        target = changed
+        for key in key_path[:-1]:
+            target = target[key]
+        target[key_path[-1]] = value
+        (run_dir / "results.json").write_text(json.dumps(changed))
+        with pytest.raises(references.ReferenceError, match=message):
+            references.read_reference(run_dir)
