@@ -256,3 +256,36 @@ def test_truncated_or_corrupt_npz_is_one_clear_error(tmp_path):
             files.DSpritesFile(path, DSP_SIZES)     # flips in padding may leave it valid
         except files.DataFileError as error:
             assert f"x{i}.npz" in str(error)
+
+
+def test_disk_full_and_other_write_errors_name_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from benchmark.atomic import atomic_path
+
+    def disk_full(*args, **kwargs):          # what np.savez raises on a full disk
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(np, "savez_compressed", disk_full)
+    arrays = _dsp_arrays()
+    target = tmp_path / "out" / "d.npz"
+    with pytest.raises(OSError, match=rf"writing {target} failed: No space left") as error:
+        files.write_dsprites_npz(target, lambda idx: arrays["imgs"][idx], DSP_SIZES,
+                                 arrays["latents_values"], progress=False)
+    assert error.value.errno == errno.ENOSPC
+    assert list((tmp_path / "out").iterdir()) == []
+    with open("/dev/full", "wb") as full, pytest.raises(OSError, match="x.json failed"):
+        with atomic_path(tmp_path / "x.json") as tmp:            # a real ENOSPC
+            tmp.write_text("{}")
+            full.write(b"0" * 65536)
+            full.flush()
+    (tmp_path / "dir.json").mkdir()                              # rename onto a directory
+    with pytest.raises(IsADirectoryError, match=r"dir.json failed"):
+        with atomic_path(tmp_path / "dir.json") as tmp:
+            tmp.write_text("{}")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match=rf"writing {blocker / 'y.json'} failed"):
+        with atomic_path(blocker / "y.json") as tmp:             # parent is a file
+            pass
