@@ -19,10 +19,13 @@ def atomic_path(path, suffix: str = ""):
     The finished file gets the permissions a plain `open(path, 'w')` would give it.
     """
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
-                                    dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
+                                        dir=path.parent)
+        os.close(fd)
+    except OSError as error:
+        raise naming_error(error, path) from error
     tmp = pathlib.Path(tmp_name)
     try:
         yield tmp
@@ -30,5 +33,14 @@ def atomic_path(path, suffix: str = ""):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
+    except OSError as error:
+        raise naming_error(error, path) from error
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def naming_error(error: OSError, path) -> OSError:
+    """`error` re-stated to name the file being written (a disk-full error from deep
+    inside numpy or h5py names no file): same errno, so the same OSError subclass."""
+    message = f"writing {path} failed: {error.strerror or error}"
+    return OSError(error.errno, message) if error.errno else OSError(message)

@@ -223,8 +223,25 @@ def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
                 logging.warning("sample grid %s failed: %s", path, stderr[-500:])
 
 
+RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
 def _ray_map(commands: dict, address: str | None):
-    """Yields (name, exit code, stderr tail) of each command run as a Ray task."""
+    """Yields (name, exit code, stderr tail) of each command run as a Ray task.
+
+    Without `address`: a new Ray instance on this machine whose every listener is on
+    127.0.0.1 (checked by tests/benchmark_core/test_study_ray.py); with it: the cluster
+    at `address`, bound however that cluster was started (the user's choice).
+    """
+    import ipaddress
+
+    if not address:
+        # Ray rewrites a loopback `_node_ip_address` to the machine's external address on
+        # Linux (services.resolve_ip_for_localhost) unless this switch, read once when Ray
+        # is imported, is off; with it off the node IP is 127.0.0.1 and gcs_server, raylet,
+        # workers, the agents and this driver bind to loopback (Ray binds each server to
+        # loopback when the node IP is loopback, else to all interfaces).
+        os.environ[RAY_LOOPBACK_ENV] = "0"
     try:
         import ray
     except ImportError as error:
@@ -232,7 +249,20 @@ def _ray_map(commands: dict, address: str | None):
     if address:
         ray.init(address=address)
     else:
-        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1")
+        refusal = (f"Ray was imported in this process before {RAY_LOOPBACK_ENV}=0 was set, "
+                   "so a local instance would listen on every interface; set that variable "
+                   "in the environment before Ray is imported, or pass --address to use a "
+                   "cluster of your choosing")
+        constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if getattr(constants, "ENABLE_RAY_CLUSTER", False):
+            raise RuntimeError(f"not starting Ray: {refusal}")
+        ray.init(address="local", include_dashboard=False, dashboard_host="127.0.0.1",
+                 _node_ip_address="127.0.0.1")
+        node_ip = ray.util.get_node_ip_address()
+        if not ipaddress.ip_address(node_ip).is_loopback:    # any Ray without that switch
+            ray.shutdown()
+            raise RuntimeError(f"the local Ray instance came up on {node_ip}, expected "
+                               f"127.0.0.1 ({refusal}); it was shut down")
     try:
         remote = ray.remote(num_cpus=1)(run_one)
         refs = {remote.remote(cmd, os.getcwd()): name for name, cmd in commands.items()}

@@ -2,19 +2,30 @@
 
     ARTEFACT/metadata.json          {"schema_version", "kind": "manipulation" | "noise",
                                      "dataset", "factor_sizes", "observation_shape", "eps",
+                                     "weights_sha256" (manipulation), "seed" (noise),
                                      ... provenance (reference runs, MIG, seeds, version)}
     ARTEFACT/manipulation.weights.h5   the weights of m(w) (kind 'manipulation' only)
 
 Nothing is executed from an artefact: metadata is JSON, weights are HDF5 arrays loaded
-into a network this code builds. Images are computed on the fly from the weights (any
-index, any batch), so a modified Shapes3D never needs a 5.9 GB copy; `--export` of the
-generator writes one in the official format for other tools.
+into a network this code builds. An artefact is untrusted input: metadata.json is checked
+key by key with strict JSON types (a bool is not a number, "1" is not 1), and the weights
+file must match the SHA-256 that metadata.json records for it, so flipped bytes or a
+swapped file are refused instead of loading as a silently different m(w). Images are
+computed on the fly from the weights (any index, any batch), so a modified Shapes3D never
+needs a 5.9 GB copy; `--export` of the generator writes one in the official format for
+other tools.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import numbers
 import pathlib
+import re
+
+import numpy as np
 
 from benchmark.atomic import atomic_path
 from benchmark.data.ground_truth import GroundTruthData
@@ -23,11 +34,70 @@ from benchmark.data.variants import AdditivePerturbation, NoisyData
 SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise")
 WEIGHTS = "manipulation.weights.h5"
+WEIGHTS_SHA256 = "weights_sha256"
 SUITE_VERSION = "0.1.0"
+MAX_METADATA_BYTES = 1 << 20          # metadata.json is a few KB; refuse anything huge
 
 
 class ArtefactError(ValueError):
     """An artefact directory that cannot be loaded; the message says what was expected."""
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _shown(value) -> str:
+    """A value with its JSON type, for error messages: '"1" (str)', 'true (bool)'."""
+    text = json.dumps(value) if isinstance(value, (str, bool, type(None))) else repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def is_integer(value) -> bool:
+    """A JSON integer: int and not bool (json loads true as True, an int subclass)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """A finite real number (a JSON int or float), not a bool, not NaN/inf."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+            and math.isfinite(value))
+
+
+def read_json_object(path, error=ValueError, max_bytes: int = MAX_METADATA_BYTES) -> dict:
+    """The JSON object in `path`; `error` naming the file when it is missing, too large,
+    not UTF-8 JSON, nested too deeply to parse, or not an object."""
+    path = pathlib.Path(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise error(f"{path}: expected a JSON file under {max_bytes} bytes, found "
+                        f"{size} bytes")
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: expected JSON, found unreadable content ({exc})") from None
+    except RecursionError:
+        raise error(f"{path}: expected JSON, found values nested too deeply to parse"
+                    ) from None
+    except OSError as exc:
+        raise error(f"{path}: could not read it ({exc})") from exc
+    if not isinstance(value, dict):
+        raise error(f"{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def check_eps(eps, source) -> float:
+    """eps as a float in (0, 1]; ArtefactError naming `source` otherwise."""
+    if not is_number(eps) or not 0.0 < float(eps) <= 1.0:
+        raise ArtefactError(f"{source}: expected eps in (0, 1] (a number), found {_shown(eps)}")
+    return float(eps)
 
 
 def write_metadata(directory, metadata: dict) -> pathlib.Path:
@@ -47,35 +117,69 @@ def save_manipulation(directory, manipulation, metadata: dict) -> pathlib.Path:
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / WEIGHTS, ".weights.h5") as tmp:
         manipulation.save_weights(str(tmp))
-    write_metadata(directory, {**metadata, "kind": "manipulation"})
+        digest = file_sha256(tmp)
+    write_metadata(directory, {**metadata, "kind": "manipulation", WEIGHTS_SHA256: digest})
     return directory
 
 
 def read_metadata(directory) -> dict:
-    """The validated metadata.json of an artefact directory."""
+    """The validated metadata.json of an artefact directory (strict JSON types)."""
     path = pathlib.Path(directory) / "metadata.json"
     if not path.is_file():
         raise ArtefactError(f"perturbation artefact {directory}: expected a metadata.json "
                             "there, found none")
-    try:
-        metadata = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ArtefactError(f"{path}: expected JSON, found unreadable content ({error})")
-    if not isinstance(metadata, dict):
-        raise ArtefactError(f"{path}: expected a JSON object, found {type(metadata).__name__}")
-    missing = [k for k in ("schema_version", "kind", "dataset", "factor_sizes", "eps")
-               if k not in metadata]
+    metadata = read_json_object(path, ArtefactError)
+    required = ["schema_version", "kind", "dataset", "factor_sizes", "eps"]
+    if metadata.get("kind") == "manipulation":
+        required.append(WEIGHTS_SHA256)
+    missing = [k for k in required if k not in metadata]
     if missing:
         raise ArtefactError(f"{path}: missing keys {missing}")
-    if metadata["schema_version"] != SCHEMA_VERSION:
-        raise ArtefactError(f"{path}: expected schema_version {SCHEMA_VERSION}, found "
-                            f"{metadata['schema_version']}")
-    if metadata["kind"] not in KINDS:
-        raise ArtefactError(f"{path}: expected kind in {KINDS}, found {metadata['kind']!r}")
-    eps = metadata["eps"]
-    if not isinstance(eps, (int, float)) or not 0.0 < float(eps) <= 1.0:
-        raise ArtefactError(f"{path}: expected eps in (0, 1], found {eps!r}")
+
+    def require(ok: bool, key: str, expected: str) -> None:
+        if not ok:
+            raise ArtefactError(f"{path}: expected {key} {expected}, found "
+                                f"{_shown(metadata[key])}")
+
+    version = metadata["schema_version"]
+    require(is_integer(version) and version == SCHEMA_VERSION, "schema_version",
+            f"{SCHEMA_VERSION} (a JSON integer)")
+    require(metadata["kind"] in KINDS, "kind", f"one of {list(KINDS)}")
+    require(isinstance(metadata["dataset"], str) and metadata["dataset"] != "", "dataset",
+            "a dataset name (string)")
+    sizes = metadata["factor_sizes"]
+    require(isinstance(sizes, list) and len(sizes) > 0
+            and all(is_integer(s) and s >= 1 for s in sizes), "factor_sizes",
+            "a non-empty list of positive integers")
+    check_eps(metadata["eps"], path)
+    if "observation_shape" in metadata:
+        shape = metadata["observation_shape"]
+        require(isinstance(shape, list) and len(shape) == 3
+                and all(is_integer(s) and s >= 1 for s in shape), "observation_shape",
+                "a list of 3 positive integers")
+    if metadata["kind"] == "noise" and "seed" in metadata:
+        seed = metadata["seed"]
+        require(is_integer(seed) and 0 <= seed < 2 ** 64, "seed",
+                "an integer in [0, 2**64)")
+    if metadata["kind"] == "manipulation":
+        digest = metadata[WEIGHTS_SHA256]
+        require(isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) is not None,
+                WEIGHTS_SHA256, "a SHA-256 as 64 lowercase hex digits")
     return metadata
+
+
+def verify_weights(directory, metadata: dict) -> pathlib.Path:
+    """The weights file of a manipulation artefact, after checking that its SHA-256 is
+    the one metadata.json records; ArtefactError naming the file otherwise."""
+    weights = pathlib.Path(directory) / WEIGHTS
+    if not weights.is_file():
+        raise ArtefactError(f"perturbation artefact {directory}: expected {WEIGHTS}, found none")
+    found = file_sha256(weights)
+    if found != metadata[WEIGHTS_SHA256]:
+        raise ArtefactError(f"{weights}: expected SHA-256 {metadata[WEIGHTS_SHA256]} (as "
+                            f"recorded in metadata.json), found {found}: the weights file "
+                            "was altered or replaced")
+    return weights
 
 
 def load_variant(data: GroundTruthData, directory, eps: float | None = None
@@ -90,7 +194,8 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None
             f"perturbation artefact {directory}: made for {metadata['dataset']} with factor "
             f"sizes {metadata['factor_sizes']}, found dataset {data.name} with "
             f"{list(data.factor_sizes)}")
-    strength = float(metadata["eps"] if eps is None else eps)
+    strength = check_eps(metadata["eps"] if eps is None else eps,
+                         f"perturbation artefact {directory}" if eps is None else "data.eps")
     provenance = {"artefact": str(directory)}
     if metadata["kind"] == "noise":
         variant = NoisyData(data, eps=strength, seed=int(metadata.get("seed", 0)))
@@ -98,9 +203,7 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None
         return variant
     from perturbations.manipulation import manipulation_delta_fn, manipulation_network
 
-    weights = pathlib.Path(directory) / WEIGHTS
-    if not weights.is_file():
-        raise ArtefactError(f"perturbation artefact {directory}: expected {WEIGHTS}, found none")
+    weights = verify_weights(directory, metadata)
     network = manipulation_network(data.num_factors, tuple(data.observation_shape))
     try:
         network.load_weights(str(weights))

@@ -6,7 +6,6 @@ the k lowest and the k highest (Shapes3D: 4 + 4, appendix B.1).
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import subprocess
@@ -14,13 +13,49 @@ import sys
 
 import gin
 import numpy as np
+from gin import config_parser
 
 from benchmark import train as train_lib
 from models.registry import make_model
+from perturbations.artefact import is_integer, is_number, read_json_object
 
 
 class ReferenceError(RuntimeError):
     """A reference run that could not be trained or read."""
+
+
+# A reference run's operative config comes from a results.json on disk: gin would import
+# any module an `import` line names (running its code) and read any file an `include`
+# names. Only the suite's own packages may be imported (a custom method registered in
+# examples/ or a suite module); includes never appear in an operative config.
+SUITE_PACKAGES = ("benchmark", "models", "perturbations", "examples")
+
+
+def check_gin_config(text, source) -> str:
+    """`text` if it is a gin config whose imports name only the suite's packages and that
+    has no includes; else ReferenceError naming `source` and the offending line."""
+    if not isinstance(text, str):
+        raise ReferenceError(f"{source}: expected the operative gin config as a string, "
+                             f"found {type(text).__name__}")
+    try:
+        statements = list(config_parser.ConfigParser(
+            text, gin.config.ParserDelegate(skip_unknown=True)))
+    except (SyntaxError, ValueError) as error:
+        raise ReferenceError(f"{source}: expected a parseable gin config, found: {error}"
+                             ) from error
+    for statement in statements:
+        line = getattr(statement, "location", None)
+        where = f"line {line.line_num if line else '?'}"
+        if isinstance(statement, config_parser.IncludeStatement):
+            raise ReferenceError(f"{source}: the gin config includes {statement.filename!r} "
+                                 f"({where}); an operative config must not include files")
+        if isinstance(statement, config_parser.ImportStatement):
+            if statement.module.split(".")[0] not in SUITE_PACKAGES:
+                raise ReferenceError(
+                    f"{source}: the gin config imports {statement.module!r} ({where}); "
+                    f"only the suite's own packages {list(SUITE_PACKAGES)} may be imported "
+                    "from a reference run (importing runs the module's code)")
+    return text
 
 
 def train_reference(gin_files, gin_bindings, seed: int, run_dir) -> pathlib.Path:
@@ -43,18 +78,35 @@ def read_reference(run_dir) -> dict:
     if not path.is_file():
         raise ReferenceError(f"reference {run_dir}: expected a finished run (results.json), "
                              "found none")
-    results = json.loads(path.read_text())
-    mig = results.get("metrics", {}).get("mig", {}).get("mig")
+    results = read_json_object(path, ReferenceError, max_bytes=64 << 20)
+
+    def field(*keys):
+        value = results
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    mig = field("metrics", "mig", "mig")
     if mig is None:
         raise ReferenceError(f"reference {run_dir}: expected a MIG score in results.json "
                              "(run.metrics must include 'mig'), found none")
-    variance = results.get("metrics", {}).get("health", {}).get("mean_posterior_variance")
+    if not is_number(mig):
+        raise ReferenceError(f"{path}: expected metrics.mig.mig, a finite number, found "
+                             f"{mig!r} ({type(mig).__name__})")
+    variance = field("metrics", "health", "mean_posterior_variance")
     if variance is None:
         raise ReferenceError(f"reference {run_dir}: expected a variational model with posterior "
                              f"variances, found model {results.get('model')!r} without them")
+    if not (isinstance(variance, list) and variance and all(is_number(v) for v in variance)):
+        raise ReferenceError(f"{path}: expected metrics.health.mean_posterior_variance, a "
+                             f"list of finite numbers, found {str(variance)[:80]}")
+    if not is_integer(results.get("seed")):
+        raise ReferenceError(f"{path}: expected an integer seed, found "
+                             f"{results.get('seed')!r} ({type(results.get('seed')).__name__})")
+    gin_config = check_gin_config(results.get("gin_config"), f"{path} (gin_config)")
     return {"run_dir": str(run_dir), "seed": results["seed"], "mig": float(mig),
-            "mean_posterior_variance": variance, "method": results["model"],
-            "dataset": results["dataset"], "gin_config": results["gin_config"]}
+            "mean_posterior_variance": variance, "method": results.get("model"),
+            "dataset": results.get("dataset"), "gin_config": gin_config}
 
 
 def choose(references: list[dict], ensemble_size: int = 1) -> tuple[list[dict], list[dict]]:
@@ -71,9 +123,10 @@ def load_encoder_decoder(reference: dict, observation_shape):
     """(encoder, decoder) of a reference run, rebuilt from its operative gin config and
     restored from its last checkpoint. Clears the global gin config (call it after every
     setting of the caller has been read)."""
+    text = check_gin_config(reference["gin_config"], f"reference {reference['run_dir']}")
     gin.clear_config()
     try:
-        gin.parse_config(reference["gin_config"], skip_unknown=True)
+        gin.parse_config(text, skip_unknown=True)
         model = make_model(tuple(observation_shape))
     finally:
         gin.clear_config()

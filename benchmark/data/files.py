@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+import tokenize
 import zipfile
+import zlib
 from typing import Callable, Sequence
 
 import h5py
@@ -95,6 +97,27 @@ def _check(condition: bool, path, expected: str, found) -> None:
         raise DataFileError(f"{path}: expected {expected}, found {found}")
 
 
+# What np.load raises on truncated or corrupt npz files (found by cutting and flipping
+# bytes of real archives): zip structure, deflate stream, .npy header, array body.
+NPZ_READ_ERRORS = (ValueError, OSError, EOFError, KeyError, SyntaxError, MemoryError,
+                   zipfile.BadZipFile, zlib.error, tokenize.TokenError)
+
+# Rows of images checked at a time (64 MB of uint8): every pixel is checked, memory stays
+# bounded.
+CHECK_CHUNK = 16384
+
+
+def _max_by_chunks(images: np.ndarray) -> tuple[int, int]:
+    """(largest value, first row holding it) over every pixel of uint8 images (n, ...)."""
+    largest, row, chunk = 0, 0, CHECK_CHUNK
+    for begin in range(0, len(images), chunk):
+        block = images[begin:begin + chunk].reshape(min(chunk, len(images) - begin), -1)
+        top = int(block.max(initial=0))
+        if top > largest:
+            largest, row = top, begin + int(np.argmax(block.max(axis=1)))
+    return largest, row
+
+
 def _load_npz(path, keys: Sequence[str], optional: Sequence[str] = ()
               ) -> dict[str, np.ndarray]:
     try:
@@ -104,9 +127,10 @@ def _load_npz(path, keys: Sequence[str], optional: Sequence[str] = ()
             return {k: npz[k] for k in list(keys) + list(optional) if k in npz.files}
     except DataFileError:
         raise
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+    except NPZ_READ_ERRORS as error:
         raise DataFileError(f"{path}: expected an npz archive of plain arrays "
-                            f"{list(keys)}, could not read it: {error}") from error
+                            f"{list(keys)}, could not read it (truncated or corrupt?): "
+                            f"{type(error).__name__}: {error}") from error
 
 
 def _index_array(indices, num_rows: int) -> np.ndarray:
@@ -158,6 +182,10 @@ class DSpritesFile:
                f"{classes.dtype} {classes.shape}")
         _check(values.shape == (n, k) and values.dtype.kind == "f", self.path,
                f"float latents_values of shape {(n, k)}", f"{values.dtype} {values.shape}")
+        finite = np.isfinite(values).all(axis=1)
+        _check(bool(finite.all()), self.path, "finite latents_values",
+               f"NaN/inf in {int((~finite).sum())} rows (first row "
+               f"{int(np.argmin(finite))})")
         grid = grid_classes(factor_sizes)
         bad = np.flatnonzero((classes != grid).any(axis=1))
         _check(bad.size == 0, self.path,
@@ -165,15 +193,24 @@ class DSpritesFile:
                f"row {bad[0] if bad.size else 0} = {classes[bad[0]] if bad.size else ''}")
         self.grey_levels = "imgs_max" in arrays or imgs.dtype.kind == "f"
         if imgs.dtype.kind == "f":
+            _check("imgs_max" not in arrays, self.path, "float imgs without imgs_max",
+                   "both")
             self._images = _float_to_grey_levels(imgs, self.path)
         elif self.grey_levels:
-            _check(int(arrays["imgs_max"]) == 255, self.path, "imgs_max = 255",
-                   arrays["imgs_max"])
+            largest, row = _max_by_chunks(imgs)
+            stored_max = arrays["imgs_max"]
+            _check(stored_max.shape == () and stored_max.dtype.kind in "iu"
+                   and int(stored_max) == 255, self.path,
+                   "imgs_max, a scalar integer 255 (grey-level file)",
+                   f"{stored_max.dtype} {stored_max.shape} {stored_max.tolist()}")
+            _check(largest > 1, self.path, "grey levels 0..255 (the file has imgs_max = 255)",
+                   "only 0/1 pixels: a binary file, which would load nearly black; drop "
+                   "imgs_max")
             self._images = imgs
         else:
-            sample = imgs[np.linspace(0, n - 1, min(n, 2000)).astype(np.int64)]
-            _check(sample.max(initial=0) <= 1, self.path, "binary imgs (0/1)",
-                   f"values up to {sample.max(initial=0)}")
+            largest, row = _max_by_chunks(imgs)
+            _check(largest <= 1, self.path, "binary imgs (0/1) (grey levels are stored as "
+                   "float imgs in [0, 1])", f"value {largest} in image {row}")
             self._images = np.packbits(imgs, axis=-1)
         self.num_images = n
         self.latents_values = values.astype(np.float64)

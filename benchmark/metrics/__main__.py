@@ -26,7 +26,18 @@ flags.DEFINE_integer("seed", 0, "Seed of the metrics' randomness.")
 
 
 def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """(factors, codes) from an npz; ValueError naming the file when it is not one."""
+    """(factors, codes) from an npz; ValueError naming the file when it is not one.
+
+    Truncated or corrupt archives fail in the zip layer (BadZipFile), the deflate stream
+    (zlib.error), the .npy header (ValueError, SyntaxError, TokenError) or the array body
+    (ValueError, EOFError): each becomes one ValueError naming the file.
+    """
+    import tokenize
+    import zipfile
+    import zlib
+
+    read_errors = (OSError, EOFError, KeyError, SyntaxError, MemoryError,
+                   zipfile.BadZipFile, zlib.error, tokenize.TokenError)
     try:
         with np.load(path, allow_pickle=False) as npz:
             missing = [k for k in ("factors", "codes") if k not in npz.files]
@@ -34,8 +45,9 @@ def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
                 raise ValueError(f"{path}: expected arrays 'factors' and 'codes', found "
                                  f"{npz.files}")
             return npz["factors"], npz["codes"]
-    except (OSError, EOFError) as error:
-        raise ValueError(f"{path}: could not read an npz file: {error}") from error
+    except read_errors as error:
+        raise ValueError(f"{path}: could not read an npz file (truncated or corrupt?): "
+                         f"{type(error).__name__}: {error}") from error
     except ValueError as error:
         if str(error).startswith(str(path)):
             raise

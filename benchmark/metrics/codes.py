@@ -8,26 +8,51 @@ error, never a wrong number.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import numpy as np
 
 RepresentationFn = Callable[[np.ndarray], np.ndarray]
 
+# Size guard: codes-level metrics cost at least O(n * d) each (DCI fits a booster per factor
+# on all d dims, MIG/SAP/InfoMEC discretise or score every dim), and 200 dims x 200k rows
+# (4e7 values) ran past 5 minutes in issue 19's probe. Codes with more than this many
+# values (rows x dims) are refused before any work; raise it per call (max_values) or for
+# a process with the environment variable below.
+MAX_CODE_VALUES_ENV = "BENCHMARK_MAX_CODE_VALUES"
+DEFAULT_MAX_CODE_VALUES = 5_000_000
+
+
+def max_code_values() -> int:
+    """The size limit in values (rows x dims): $BENCHMARK_MAX_CODE_VALUES or 5,000,000."""
+    text = os.environ.get(MAX_CODE_VALUES_ENV)
+    if text is None:
+        return DEFAULT_MAX_CODE_VALUES
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise MetricInputError(f"${MAX_CODE_VALUES_ENV}: expected a positive integer number "
+                               f"of values, found {text!r}")
+    return limit
+
 
 class MetricInputError(ValueError):
     """Codes or factors that no metric can score; the message says what was expected."""
 
 
-def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric"
-                ) -> tuple[np.ndarray, np.ndarray]:
+def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric",
+                max_values: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Validated (factors int64 (n, k), codes float64 (n, d)).
 
     Rejects: non-2-D arrays, mismatched row counts, fewer than `min_samples` rows,
-    non-integer factors, NaN/inf codes, and factors that take a single value (a metric
-    cannot tell whether a code captures a constant). Constant code dims are legitimate.
+    non-integer factors, NaN/inf codes, codes of more than `max_values` values (default
+    `max_code_values()`), and factors that take a single value (a metric cannot tell
+    whether a code captures a constant). Constant code dims are legitimate.
     """
-    codes = check_code_array(codes, min_samples, metric)
+    codes = check_code_array(codes, min_samples, metric, max_values)
     factors = np.asarray(factors)
     if factors.ndim != 2 or factors.shape[1] == 0:
         raise MetricInputError(f"{metric}: expected factors of shape (n, k), k >= 1, found "
@@ -47,12 +72,21 @@ def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric"
     return factors, codes
 
 
-def check_code_array(codes, min_samples: int = 2, metric: str = "metric") -> np.ndarray:
-    """Validated codes float64 (n, d): 2-D, numeric, finite, at least `min_samples` rows."""
+def check_code_array(codes, min_samples: int = 2, metric: str = "metric",
+                     max_values: int | None = None) -> np.ndarray:
+    """Validated codes float64 (n, d): 2-D, numeric, finite, at least `min_samples` rows,
+    at most `max_values` values (default `max_code_values()`)."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[1] == 0:
         raise MetricInputError(f"{metric}: expected codes of shape (n, d), d >= 1, found "
                                f"{codes.shape}")
+    limit = max_code_values() if max_values is None else int(max_values)
+    if codes.size > limit:
+        raise MetricInputError(
+            f"{metric}: codes of shape {codes.shape} hold {codes.size:,} values, more than "
+            f"the limit of {limit:,} (rows x dims; codes-level metrics take time that grows "
+            f"with it): evaluate a row subsample, or raise the limit with "
+            f"${MAX_CODE_VALUES_ENV} or max_values")
     if len(codes) < min_samples:
         raise MetricInputError(f"{metric}: needs at least {min_samples} samples, found "
                                f"{len(codes)}")

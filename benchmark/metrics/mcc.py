@@ -17,20 +17,33 @@ from scipy.optimize import linear_sum_assignment
 from benchmark.metrics import codes as codes_lib
 
 
+def unit_columns(x: np.ndarray) -> np.ndarray:
+    """Columns of x (n, m) centred and scaled to unit norm; constant columns all 0.
+
+    Each column is first divided by its largest |value|, so the sums of squares neither
+    underflow (codes x 1e-300) nor overflow (x 1e300): the correlation is the same at any
+    scale, as it should be.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    scale = np.max(np.abs(x), axis=0)
+    x = x / np.where(scale > 0, scale, 1.0)
+    x = x - x.mean(axis=0)
+    norm = np.linalg.norm(x, axis=0)
+    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
+
+
 def correlation_matrix(codes: np.ndarray, sources: np.ndarray, method: str = "spearman"
                        ) -> np.ndarray:
-    """|corr| (d, k) between code dims and sources; 0 where either side is constant."""
+    """|corr| (d, k) between code dims and sources; 0 where either side is constant.
+
+    Invariant to the scale and offset of every column (and, for Spearman, to any
+    monotone transform)."""
     if method not in ("pearson", "spearman"):
         raise ValueError(f"mcc method must be 'pearson' or 'spearman', found {method!r}")
     if method == "spearman":
         codes = stats.rankdata(codes, axis=0)
         sources = stats.rankdata(sources, axis=0)
-    z = codes - codes.mean(axis=0)
-    s = sources - sources.mean(axis=0)
-    z_norm, s_norm = np.linalg.norm(z, axis=0), np.linalg.norm(s, axis=0)
-    denominator = np.outer(z_norm, s_norm)
-    corr = np.divide(z.T @ s, denominator, out=np.zeros((z.shape[1], s.shape[1])),
-                     where=denominator > 0)
+    corr = unit_columns(codes).T @ unit_columns(sources)
     return np.abs(np.clip(corr, -1.0, 1.0))
 
 

@@ -198,3 +198,97 @@ def test_contiguous_h5_is_memory_mapped_and_chunked_h5_falls_back(tmp_path):
     assert isinstance(mapped._memory, np.memmap) and fallback._memory is None
     np.testing.assert_array_equal(mapped.images_at(idx), images[idx])
     np.testing.assert_array_equal(fallback.images_at(idx), images[idx])
+
+
+def test_every_dsprites_image_is_checked_not_a_sample(tmp_path, monkeypatch):
+    sizes = (1, 3, 6, 40, 2, 2)                     # 2,880 rows: more than any 2,000 sample
+    n = int(np.prod(sizes))
+    classes = files.grid_classes(sizes)
+    imgs = np.random.default_rng(0).integers(0, 2, (n, 64, 64), np.uint8)
+    sampled = set(np.linspace(0, n - 1, 2000).astype(np.int64).tolist())
+    row = max(set(range(n)) - sampled)             # a row a 2,000-row sample skips
+    imgs[row, 40, 7] = 128                          # one grey pixel
+    path = _write_npz(tmp_path / "d.npz", imgs=imgs, latents_classes=classes,
+                      latents_values=classes.astype(np.float64))
+    monkeypatch.setattr(files, "CHECK_CHUNK", 1000)   # several chunks; the row is in the last
+    with pytest.raises(files.DataFileError, match=rf"d.npz: expected binary imgs .* found "
+                                                   rf"value 128 in image {row}"):
+        files.DSpritesFile(path, sizes)
+
+
+def test_grey_level_marker_on_a_binary_file_and_bad_markers_are_refused(tmp_path):
+    arrays = _dsp_arrays()
+    path = _write_npz(tmp_path / "d.npz", **arrays, imgs_max=np.array(255))
+    with pytest.raises(files.DataFileError, match="only 0/1 pixels: a binary file"):
+        files.DSpritesFile(path, DSP_SIZES)
+    grey = {**arrays, "imgs": arrays["imgs"] * 200}
+    for marker in (np.array([255, 255]), np.array(255.0), np.array(254)):
+        path = _write_npz(tmp_path / "g.npz", **grey, imgs_max=marker)
+        with pytest.raises(files.DataFileError, match="imgs_max, a scalar integer 255"):
+            files.DSpritesFile(path, DSP_SIZES)
+    path = _write_npz(tmp_path / "ok.npz", **grey, imgs_max=np.array(255))
+    assert files.DSpritesFile(path, DSP_SIZES).images_at([3]).max() == 200
+
+
+def test_nan_latents_values_are_refused(tmp_path):
+    arrays = _dsp_arrays()
+    arrays["latents_values"][7, 2] = np.nan
+    path = _write_npz(tmp_path / "d.npz", **arrays)
+    with pytest.raises(files.DataFileError, match=r"finite latents_values.*first row 7"):
+        files.DSpritesFile(path, DSP_SIZES)
+
+
+def test_truncated_or_corrupt_npz_is_one_clear_error(tmp_path):
+    arrays = _dsp_arrays()
+    whole = (_write_npz(tmp_path / "w.npz", **arrays)).read_bytes()
+    rng = np.random.default_rng(0)
+    for i, cut in enumerate(rng.integers(1, len(whole), 12)):
+        path = tmp_path / f"t{i}.npz"
+        path.write_bytes(whole[:cut])
+        with pytest.raises(files.DataFileError, match=rf"t{i}.npz"):
+            files.DSpritesFile(path, DSP_SIZES)
+    np.savez_compressed(tmp_path / "c.npz", **arrays)
+    packed = bytearray((tmp_path / "c.npz").read_bytes())
+    for i in range(12):
+        corrupt = bytearray(packed)
+        for position in rng.integers(0, len(corrupt), 4):
+            corrupt[position] ^= 0xFF
+        path = tmp_path / f"x{i}.npz"
+        path.write_bytes(bytes(corrupt))
+        try:
+            files.DSpritesFile(path, DSP_SIZES)     # flips in padding may leave it valid
+        except files.DataFileError as error:
+            assert f"x{i}.npz" in str(error)
+
+
+def test_disk_full_and_other_write_errors_name_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from benchmark.atomic import atomic_path
+
+    def disk_full(*args, **kwargs):          # what a write raises on a full disk
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files, "_write_npy_member", disk_full)
+    arrays = _dsp_arrays()
+    target = tmp_path / "out" / "d.npz"
+    with pytest.raises(OSError, match=rf"writing {target} failed: No space left") as error:
+        files.write_dsprites_npz(target, lambda idx: arrays["imgs"][idx], DSP_SIZES,
+                                 arrays["latents_values"], progress=False)
+    assert error.value.errno == errno.ENOSPC
+    assert list((tmp_path / "out").iterdir()) == []
+    with open("/dev/full", "wb") as full, pytest.raises(OSError, match="x.json failed"):
+        with atomic_path(tmp_path / "x.json") as tmp:            # a real ENOSPC
+            tmp.write_text("{}")
+            full.write(b"0" * 65536)
+            full.flush()
+    (tmp_path / "dir.json").mkdir()                              # rename onto a directory
+    with pytest.raises(IsADirectoryError, match=r"dir.json failed"):
+        with atomic_path(tmp_path / "dir.json") as tmp:
+            tmp.write_text("{}")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match=rf"writing {blocker / 'y.json'} failed"):
+        with atomic_path(blocker / "y.json") as tmp:             # parent is a file
+            pass

@@ -43,3 +43,18 @@ def test_mcc_bad_input_and_registry():
     f = np.random.default_rng(2).integers(0, 5, (300, 2))
     scores = evaluate_codes(f, f + 0.1, names=["mcc"])["mcc"]
     assert scores["mcc_spearman"] == pytest.approx(1.0) and scores["mcc_pearson"] > 0.99
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e150, 1e300])
+def test_mcc_is_scale_invariant(scale):
+    rng = np.random.default_rng(3)
+    sources = rng.integers(0, 6, (400, 3))
+    codes = sources[:, [1, 2, 0]] * 0.3 + rng.normal(size=(400, 3))  # partly informative
+    plain = {m: mcc_from_codes(sources, codes, m) for m in ("pearson", "spearman")}
+    assert 0.05 < plain["pearson"]["mcc_pearson"] < 0.9          # neither 0 nor 1
+    for method, expected in plain.items():
+        scaled = mcc_from_codes(sources, codes * scale, method)
+        assert scaled[f"mcc_{method}"] == pytest.approx(expected[f"mcc_{method}"], rel=1e-9)
+        assert scaled[f"mcc_{method}_matching"] == expected[f"mcc_{method}_matching"]
+    shifted = mcc_from_codes(sources, codes * scale + 5 * scale, "pearson")["mcc_pearson"]
+    assert shifted == pytest.approx(plain["pearson"]["mcc_pearson"], rel=1e-9)

@@ -117,20 +117,21 @@ def test_bad_artefacts_are_clear_errors(tmp_path):
     (bad / "metadata.json").write_text("not json")
     with pytest.raises(artefact.ArtefactError, match="expected JSON"):
         make_variant(data, "modified", artefact=str(bad))
+    (bad / artefact.WEIGHTS).write_bytes(b"garbage")
+    sha = artefact.file_sha256(bad / artefact.WEIGHTS)
     (bad / "metadata.json").write_text(json.dumps({
         "schema_version": 1, "kind": "manipulation", "dataset": "shapes3d",
-        "factor_sizes": [10, 10, 10, 8, 4, 15], "eps": 0.1}))
+        "factor_sizes": [10, 10, 10, 8, 4, 15], "eps": 0.1, "weights_sha256": sha}))
     with pytest.raises(artefact.ArtefactError, match="made for shapes3d"):
         make_variant(data, "modified", artefact=str(bad))
     (bad / "metadata.json").write_text(json.dumps({
         "schema_version": 1, "kind": "manipulation", "dataset": "dsprites",
-        "factor_sizes": list(data.factor_sizes), "eps": 3}))
+        "factor_sizes": list(data.factor_sizes), "eps": 3, "weights_sha256": sha}))
     with pytest.raises(artefact.ArtefactError, match="eps in"):
         make_variant(data, "modified", artefact=str(bad))
     (bad / "metadata.json").write_text(json.dumps({
         "schema_version": 1, "kind": "manipulation", "dataset": "dsprites",
-        "factor_sizes": list(data.factor_sizes), "eps": 0.1}))
-    (bad / artefact.WEIGHTS).write_bytes(b"garbage")
+        "factor_sizes": list(data.factor_sizes), "eps": 0.1, "weights_sha256": sha}))
     with pytest.raises(artefact.ArtefactError, match="weights of m"):
         make_variant(data, "modified", artefact=str(bad))
     noise = write_noise_artefact(tmp_path / "noise", "dsprites")

@@ -1,0 +1,109 @@
+"""Artefacts are untrusted input: checksummed weights, strict metadata types (issue 19,
+items 8 and 9)."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import perturbations  # noqa: F401  (registers the artefact loader)
+from benchmark.data import make_variant
+from perturbations import artefact, manipulation
+from tests.data.test_export_and_cli import _small_dsprites
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOISE = {"schema_version": 1, "kind": "noise", "dataset": "dsprites", "eps": 0.1, "seed": 0,
+         "factor_sizes": [1, 3, 6, 40, 32, 32]}
+
+
+def _write(directory, metadata=None, raw=None):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "metadata.json").write_text(raw if raw is not None else json.dumps(metadata))
+    return directory
+
+
+def test_saved_weights_carry_their_sha256_and_altered_bytes_are_refused(tmp_path):
+    data = _small_dsprites(tmp_path / "in")
+    network = manipulation.manipulation_network(data.num_factors)
+    out = artefact.save_manipulation(tmp_path / "art", network, {
+        "dataset": "dsprites", "factor_sizes": list(data.factor_sizes), "eps": 0.1})
+    weights = out / artefact.WEIGHTS
+    recorded = artefact.read_metadata(out)[artefact.WEIGHTS_SHA256]
+    assert recorded == artefact.file_sha256(weights) and len(recorded) == 64
+    factors = data.sample_factors(4, np.random.default_rng(0))
+    before = make_variant(data, "modified", artefact=str(out)).observations_from_factors(factors)
+    original = weights.read_bytes()
+    blob = bytearray(original)
+    blob[-200:-100] = bytes(255 - b for b in blob[-200:-100])     # flip bytes of the weights
+    weights.write_bytes(bytes(blob))
+    with pytest.raises(artefact.ArtefactError,
+                       match=rf"{weights.name}: expected SHA-256 {recorded} .* altered"):
+        make_variant(data, "modified", artefact=str(out))
+    weights.write_bytes(original)                         # restored: loads identically
+    again = make_variant(data, "modified", artefact=str(out)).observations_from_factors(factors)
+    np.testing.assert_array_equal(before, again)
+    metadata = json.loads((out / "metadata.json").read_text())
+    del metadata[artefact.WEIGHTS_SHA256]
+    _write(out, metadata)
+    with pytest.raises(artefact.ArtefactError, match=r"missing keys \['weights_sha256'\]"):
+        make_variant(data, "modified", artefact=str(out))
+
+
+def test_published_artefacts_carry_matching_checksums():
+    published = sorted((ROOT / "results" / "perturbations").glob("*/metadata.json"))
+    manipulations = [p.parent for p in published
+                     if json.loads(p.read_text())["kind"] == "manipulation"]
+    assert len(manipulations) >= 2
+    for directory in manipulations:
+        artefact.verify_weights(directory, artefact.read_metadata(directory))
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("eps", True, r"expected eps in \(0, 1\] \(a number\), found true \(bool\)"),
+    ("eps", "0.1", r"found \"0.1\" \(str\)"),
+    ("eps", None, r"found null \(NoneType\)"),
+    ("schema_version", "1", r"expected schema_version 1 \(a JSON integer\), found \"1\" \(str\)"),
+    ("schema_version", True, r"found true \(bool\)"),
+    ("schema_version", 2, r"found 2 \(int\)"),
+    ("factor_sizes", 5, r"expected factor_sizes a non-empty list of positive integers, "
+                        r"found 5 \(int\)"),
+    ("factor_sizes", [3, 0], r"found \[3, 0\] \(list\)"),
+    ("factor_sizes", [3, True], r"factor_sizes"),
+    ("factor_sizes", [], r"factor_sizes"),
+    ("seed", 1e30, r"expected seed an integer in \[0, 2\*\*64\), found 1e\+30 \(float\)"),
+    ("seed", -1, r"found -1 \(int\)"),
+    ("seed", [1, 2], r"found \[1, 2\] \(list\)"),
+    ("seed", 2 ** 64, r"seed"),
+    ("kind", ["noise"], r"expected kind one of"),
+    ("dataset", 3, r"expected dataset a dataset name"),
+    ("observation_shape", [64, 64], r"observation_shape"),
+])
+def test_metadata_types_are_strict(tmp_path, key, value, message):
+    directory = _write(tmp_path / "a", {**NOISE, key: value})
+    with pytest.raises(artefact.ArtefactError, match=message):
+        artefact.read_metadata(directory)
+
+
+def test_unparseable_metadata_is_one_clear_error(tmp_path):
+    cases = {"nested": "[" * 100_000 + "]" * 100_000,
+             "deep_object": '{"a": ' * 50_000 + "1" + "}" * 50_000,
+             "binary": b"\xff\xfe\x00".decode("latin-1"),
+             "array": "[1, 2]",
+             "huge": json.dumps({**NOISE, "pad": "x" * (artefact.MAX_METADATA_BYTES + 1)})}
+    messages = {"nested": "nested too deeply|JSON object", "deep_object": "nested too deeply",
+                "binary": "expected JSON", "array": "expected a JSON object, found list",
+                "huge": "under 1048576 bytes"}
+    for name, raw in cases.items():
+        directory = _write(tmp_path / name, raw=raw)
+        with pytest.raises(artefact.ArtefactError, match=messages[name]) as error:
+            artefact.read_metadata(directory)
+        assert "metadata.json" in str(error.value)
+
+
+def test_eps_override_is_checked_too(tmp_path):
+    data = _small_dsprites(tmp_path / "in")
+    noise = _write(tmp_path / "noise", {**NOISE, "factor_sizes": list(data.factor_sizes)})
+    assert make_variant(data, "noisy", artefact=str(noise), eps=0.3).eps == 0.3
+    with pytest.raises(artefact.ArtefactError, match=r"data.eps: expected eps .* \(bool\)"):
+        make_variant(data, "noisy", artefact=str(noise), eps=True)

@@ -1,0 +1,84 @@
+"""Reference runs are data: their gin config may not import or include (issue 19, item 8)."""
+
+import json
+import sys
+
+import pytest
+
+from perturbations import references
+
+GOOD_CONFIG = "import examples.sparse_vae\n\nmodel.name = 'beta_vae'\nmodel.num_latents = 3\n"
+
+
+def _reference_dir(tmp_path, gin_config, name="ref"):
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    results = {"seed": 0, "model": "beta_vae", "dataset": {"name": "dsprites"},
+               "metrics": {"mig": {"mig": 0.1},
+                           "health": {"mean_posterior_variance": [0.1, 0.9, 0.5]}},
+               "gin_config": gin_config}
+    (run_dir / "results.json").write_text(json.dumps(results))
+    return run_dir
+
+
+@pytest.fixture
+def planted_module(tmp_path, monkeypatch):
+    """A module on sys.path whose import leaves a marker file (stands for any code)."""
+    marker = tmp_path / "imported.marker"
+    (tmp_path / "planted_mod.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield marker
+    sys.modules.pop("planted_mod", None)
+
+
+def test_a_suite_config_passes(tmp_path):
+    reference = references.read_reference(_reference_dir(tmp_path, GOOD_CONFIG))
+    assert reference["gin_config"] == GOOD_CONFIG and reference["mig"] == 0.1
+
+
+@pytest.mark.parametrize("line", ["import planted_mod", "from planted_mod import thing",
+                                  "import planted_mod as m",
+                                  "from __gin__ import dynamic_registration\n"
+                                  "import planted_mod"])
+def test_foreign_imports_are_refused_and_never_run(tmp_path, planted_module, line):
+    run_dir = _reference_dir(tmp_path, f"{line}\nmodel.name = 'beta_vae'\n")
+    with pytest.raises(references.ReferenceError,
+                       match=r"imports '(planted_mod|__gin__)[^']*' \(line 1\).*suite's own"):
+        references.read_reference(run_dir)
+    reference = {"run_dir": str(run_dir), "method": "beta_vae",
+                 "gin_config": f"model.name = 'beta_vae'\n{line}\n"}
+    with pytest.raises(references.ReferenceError, match=r"\(line 2\)"):
+        references.load_encoder_decoder(reference, (64, 64, 1))
+    assert not planted_module.exists()
+
+
+def test_includes_and_garbage_are_refused(tmp_path):
+    with pytest.raises(references.ReferenceError, match="includes '/etc/x.gin'"):
+        references.read_reference(_reference_dir(tmp_path, "include '/etc/x.gin'\n", "a"))
+    with pytest.raises(references.ReferenceError, match="parseable gin config"):
+        references.read_reference(_reference_dir(tmp_path, "model.name = = 3\n", "b"))
+    with pytest.raises(references.ReferenceError, match="as a string, found list"):
+        references.read_reference(_reference_dir(tmp_path, ["import os"], "c"))
+
+
+def test_malformed_results_json_is_one_clear_error(tmp_path):
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG, "deep")
+    (run_dir / "results.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(references.ReferenceError, match="results.json"):
+        references.read_reference(run_dir)
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG, "types")
+    results = json.loads((run_dir / "results.json").read_text())
+    for key_path, value, message in [(("metrics", "mig", "mig"), True, "finite number"),
+                                     (("metrics", "health", "mean_posterior_variance"), "x",
+                                      "list of finite numbers"),
+                                     (("seed",), 1.5, "integer seed"),
+                                     (("metrics",), [1], "MIG score")]:
+        changed = json.loads(json.dumps(results))
+        target = changed
+        for key in key_path[:-1]:
+            target = target[key]
+        target[key_path[-1]] = value
+        (run_dir / "results.json").write_text(json.dumps(changed))
+        with pytest.raises(references.ReferenceError, match=message):
+            references.read_reference(run_dir)
