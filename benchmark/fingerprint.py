@@ -151,7 +151,8 @@ def mismatch_message(run_dir, held: dict, wanted: dict, choices: str) -> str:
     diff = differences(held["bindings"], wanted["bindings"])
     return (f"{run_dir} holds a run of another configuration (fingerprint "
             f"{held['fingerprint'][:12]}, this one {wanted['fingerprint'][:12]}); differing "
-            f"bindings (held -> this): {'; '.join(diff) or 'none'}. {choices}")
+            f"bindings (held -> this): {'; '.join(diff) or 'none'}."
+            + (f" {choices}" if choices else ""))
 
 
 def short(ident: dict) -> str:
@@ -181,7 +182,8 @@ def spec_identities(specs: list[dict]) -> dict[str, dict]:
 
 def main() -> None:
     specs = json.load(sys.stdin)
-    json.dump(spec_identities(specs), sys.stdout)
+    identities = spec_identities(specs)
+    print(json.dumps(identities))       # the last line of stdout: read by benchmark.study
 
 
 if __name__ == "__main__":
