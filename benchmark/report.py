@@ -97,8 +97,9 @@ def load_runs(results_dir) -> list[dict]:
 def deduplicate(records: list[dict]) -> list[dict]:
     """One record per (configuration fingerprint, seed), the first in path order: a copied
     run directory is the same run, not another seed (benchmark/fingerprint.py; runs from
-    before fingerprints are identified by their results.json gin_config). Each dropped
-    copy is logged as a warning naming both directories."""
+    before fingerprints are identified by their results.json gin_config; a results.json
+    without any gin binding is never merged). Each dropped copy is logged as a warning
+    naming both directories."""
     from absl import logging
 
     from benchmark import fingerprint
@@ -108,7 +109,9 @@ def deduplicate(records: list[dict]) -> list[dict]:
             ident = fingerprint.recorded(record["run_dir"])
         except ValueError:
             ident = None
-        key = ((ident["fingerprint"] if ident else record["run_dir"]), record["seed"])
+        identified = ident is not None and ident["bindings"]    # hand-written: no config
+        key = (ident["fingerprint"] if identified else record["run_dir"], record["seed"],
+               record["model"], record["dataset"], record["variant"], record["setting"])
         if key in first:
             logging.warning("report: %s is the same run as %s (configuration fingerprint "
                             "%s, seed %s); counted once", record["run_dir"], first[key],
