@@ -360,6 +360,10 @@ def main(argv):
     except (fingerprint_lib.ConfigMismatch, DirectoryLocked, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs and each run's last checkpoint are kept in "
+              f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
     print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
           f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
           f"before: {settings['output_dir']}")
