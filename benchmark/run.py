@@ -176,8 +176,14 @@ def _claim(output_dir: pathlib.Path, *names: str) -> None:
     """Adds `names` to the run's manifest before they are written (so a run killed while
     writing one still lists it)."""
     path = output_dir / MANIFEST
-    listed = json.loads(path.read_text()) if path.is_file() else []
-    if not set(names) <= set(listed):
+    try:
+        listed = json.loads(path.read_text()) if path.is_file() else []
+    except ValueError:
+        listed = None
+    readable = isinstance(listed, list) and all(isinstance(n, str) for n in listed)
+    if not readable:
+        listed = list(OUTPUTS)        # unreadable: at least the runner's fixed outputs
+    if not readable or not set(names) <= set(listed):
         write_json(path, sorted(set(listed) | set(names)))
 
 
