@@ -14,9 +14,9 @@ recorded in <output_dir>/failed.json with the tail of its error and skipped on l
 invocations until --retry_failed. One study writes an output directory at a time
 (benchmark/lock.py); failed.json and study.json are merged with what is there (study.json
 keeps every run it ever listed and the earlier settings), never blindly replaced.
-The local backend runs `workers` runs at a time; --backend=ray sends the same commands
-to a Ray cluster (the optional extra `pip install .[ray]`), started on this machine and
-bound to localhost unless --address names a cluster.
+The local backend runs `workers` runs at a time; --backend=ray sends the
+same commands to a Ray cluster (the optional extra `pip install .[ray]`), started on this
+machine and bound to localhost unless --address names a cluster.
 """
 
 from __future__ import annotations
