@@ -6,7 +6,8 @@ README "Audit a new method") for paper 002's question: does its disentanglement 
 on the local structure that the manipulation removes?
 1. trains it on original, modified and noisy dSprites for several seeds, with the settings
    of the reference study (the same steps, metrics and modified artefact, read from the
-   reference's study.json), as a study in --output_dir (resumable, finished runs skipped);
+   reference's study.json), as a study in --output_dir (resumable; a run counts as
+   finished only with the configuration fingerprint the audit asks for, see study.py);
 2. computes its MIG drops original -> modified and original -> noisy (Welch's t-test,
    bootstrap CI) and sets them beside the reference study's beta-VAE (the method known to
    exploit local structure) and PCL (known to be robust to it);
@@ -30,6 +31,7 @@ from absl import app, flags
 
 from benchmark import report, study
 from benchmark.atomic import atomic_path
+from benchmark.lock import DirectoryLocked
 
 FLAGS = flags.FLAGS
 ALPHA = 0.05
@@ -214,7 +216,9 @@ def main(argv):
         seeds = [int(s) for s in FLAGS.seeds]
         path = run_audit(str(gin_path), name, seeds, FLAGS.reference, output_dir,
                          FLAGS.workers)
-    except (FileNotFoundError, ValueError, gin.config.ParseError) as error:
+    except (FileNotFoundError, ValueError, gin.config.ParseError, DirectoryLocked) as error:
+        # ValueError includes fingerprint.ConfigMismatch: the audit directory holds runs
+        # of another configuration (benchmark/study.py)
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     print(path.read_text().split("\n")[2])

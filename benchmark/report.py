@@ -91,7 +91,35 @@ def load_runs(results_dir) -> list[dict]:
                         "variant": variant, "setting": setting, "seed": result["seed"],
                         "overpruned": bool(metrics.get("health", {}).get("overpruned", False)),
                         "values": values, "run_dir": str(path.parent)})
-    return records
+    return deduplicate(records)
+
+
+def deduplicate(records: list[dict]) -> list[dict]:
+    """One record per (configuration fingerprint, seed), the first in path order: a copied
+    run directory is the same run, not another seed (benchmark/fingerprint.py; runs from
+    before fingerprints are identified by their results.json gin_config; a results.json
+    without any gin binding is never merged). Each dropped copy is logged as a warning
+    naming both directories."""
+    from absl import logging
+
+    from benchmark import fingerprint
+    kept, first = [], {}
+    for record in records:
+        try:
+            ident = fingerprint.recorded(record["run_dir"])
+        except ValueError:
+            ident = None
+        identified = ident is not None and ident["bindings"]    # hand-written: no config
+        key = (ident["fingerprint"] if identified else record["run_dir"], record["seed"],
+               record["model"], record["dataset"], record["variant"], record["setting"])
+        if key in first:
+            logging.warning("report: %s is the same run as %s (configuration fingerprint "
+                            "%s, seed %s); counted once", record["run_dir"], first[key],
+                            str(key[0])[:12], record["seed"])
+            continue
+        first[key] = record["run_dir"]
+        kept.append(record)
+    return kept
 
 
 def _binding(config: str, param: str) -> str:

@@ -7,9 +7,20 @@ run directory:
     eval_codes.npz         (factors, codes) of the evaluation sample, the format of
                            `python -m benchmark.metrics evaluate`
     reconstructions.png, traversals.png   (methods with a decoder)
+    fingerprint.json       the run's identity: fingerprint of its gin configuration
+                           (benchmark/fingerprint.py) and the suite version
+    run_manifest.json      what this run wrote (all that --overwrite removes)
     results.json           written last: a run directory without it is not finished
-Every file is written to a temporary name and renamed. Starting the same command again
-resumes an interrupted run and does nothing for a finished one (unless --overwrite).
+Every file is written to a temporary name and renamed. Everything random is seeded from
+run.seed (Python, numpy, TF and Keras initialisers before the model is built; training
+and evaluation draw from (seed, step) / (seed, purpose)), so the same command gives the
+same weights and numbers in another process. One process writes a run directory at a time
+(benchmark/lock.py). Starting the same command again resumes an interrupted run (its
+leftover temporary files removed) and does nothing for a finished one; a directory
+holding a run of another configuration is refused with the differing bindings
+(--overwrite replaces it). The default directory name ends in 8 hex digits of the
+configuration's fingerprint, so two configurations never share one by default. Ctrl-C
+ends with one line naming the last checkpoint; rerunning resumes from it.
 """
 
 from __future__ import annotations
@@ -24,13 +35,16 @@ import time
 import gin
 import keras
 import numpy as np
+import tensorflow as tf
 from absl import app, flags, logging
 
 from benchmark import config, figures
+from benchmark import fingerprint as fingerprint_lib
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path
 from benchmark.data import load_data, pipeline
+from benchmark.lock import DirectoryLocked, directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.registry import make_model
@@ -40,8 +54,29 @@ SCHEMA_VERSION = 1
 FLAGS = flags.FLAGS
 config.define_gin_flags("beta_vae.beta = 8")
 flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<model>_<dataset>_"
-                    "<variant>_seed<seed>).")
-flags.DEFINE_boolean("overwrite", False, "Retrain even when the run directory is complete.")
+                    "<variant>_seed<seed>_<8 hex digits of the configuration's fingerprint>).")
+flags.DEFINE_boolean("overwrite", False, "Retrain from scratch even when the run directory "
+                     "holds a finished run or a run of another configuration (only the "
+                     "files that run wrote are removed).")
+
+#: what a run writes into its directory; run_manifest.json lists those it has written
+OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb",
+           "eval_codes.npz", "reconstructions.png", "traversals.png", "results.json")
+MANIFEST = "run_manifest.json"
+
+
+class RunError(ValueError):
+    """A setting or run directory the run cannot use: one message, before any training."""
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C: the message names the last checkpoint."""
+
+
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise RunError(f"run.{name} must be an integer >= {minimum}, found {value!r}")
+    return int(value)
 
 
 @gin.configurable("run")
@@ -59,13 +94,28 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     figures: write reconstructions.png and traversals.png (methods with a decoder).
     precision: 'float32', or 'mixed_bfloat16' (GPU: layers compute in bfloat16, variables,
       output layers and losses stay float32; no loss scaling needed).
+    Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
-        raise ValueError(f"run.precision must be 'float32' or 'mixed_bfloat16', found "
-                         f"{precision!r}")
-    if int(health_points) < 2 or int(eval_points) < 2:
-        raise ValueError(f"run.eval_points and run.health_points must be >= 2, found "
-                         f"{eval_points} and {health_points}")
+        raise RunError(f"run.precision must be 'float32' or 'mixed_bfloat16', found "
+                       f"{precision!r}")
+    seed = _count("seed", seed, 0)
+    steps = _count("steps", steps, 1)
+    batch_size = _count("batch_size", batch_size, 1)
+    checkpoint_every = _count("checkpoint_every", checkpoint_every, 1)
+    log_every = _count("log_every", log_every, 1)
+    eval_points = _count("eval_points", eval_points, 2)
+    health_points = _count("health_points", health_points, 2)
+    if (not isinstance(metrics, (list, tuple))
+            or not all(isinstance(m, str) for m in metrics)):
+        raise RunError(f"run.metrics must be a list of metric names, found {metrics!r}")
+    try:
+        metrics_lib.check_names(metrics)
+    except ValueError as error:
+        raise RunError(f"run.metrics: {error}") from None
+    if (isinstance(pair_rate, bool) or not isinstance(pair_rate, (int, float))
+            or not pair_rate > 0):
+        raise RunError(f"run.pair_rate must be a number > 0, found {pair_rate!r}")
     return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
@@ -122,27 +172,144 @@ def write_json(path: pathlib.Path, payload: dict) -> None:
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
 
 
+def _claim(output_dir: pathlib.Path, *names: str) -> None:
+    """Adds `names` to the run's manifest before they are written (so a run killed while
+    writing one still lists it)."""
+    path = output_dir / MANIFEST
+    try:
+        listed = json.loads(path.read_text()) if path.is_file() else []
+    except ValueError:
+        listed = None
+    readable = isinstance(listed, list) and all(isinstance(n, str) for n in listed)
+    if not readable:
+        listed = list(OUTPUTS)        # unreadable: at least the runner's fixed outputs
+    if not readable or not set(names) <= set(listed):
+        write_json(path, sorted(set(listed) | set(names)))
+
+
+def _remove_outputs(output_dir: pathlib.Path) -> list[str]:
+    """Removes what the previous run wrote: the names its manifest lists (a directory
+    written before manifests: the runner's fixed OUTPUTS); never other files."""
+    path = output_dir / MANIFEST
+    try:
+        listed = json.loads(path.read_text()) if path.is_file() else list(OUTPUTS)
+    except ValueError as error:
+        raise RunError(f"{path}: expected the run's list of files, found unreadable "
+                       f"JSON ({error}); remove the run's files by hand") from None
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+        raise RunError(f"{path}: expected a JSON list of file names, found {listed!r}")
+    removed = []
+    for name in listed:
+        target = output_dir / name
+        if pathlib.Path(name).name != name or name in ("", ".", ".."):
+            raise RunError(f"{path}: expected plain file names, found {name!r}")
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        else:
+            continue
+        removed.append(name)
+    path.unlink(missing_ok=True)
+    return removed
+
+
+def clean_temporaries(output_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Removes temporary files a killed run left: atomic writes' `.<output>.*` and
+    TensorFlow's `checkpoints/ckpt-N_temp/` and `checkpoints/checkpoint.tmp*`. Call only
+    while holding the directory's lock (then no writer is using them)."""
+    found = [p for name in (*OUTPUTS, MANIFEST) for p in output_dir.glob(f".{name}.*")]
+    checkpoints = output_dir / "checkpoints"
+    if checkpoints.is_dir():
+        found += [*checkpoints.glob("*_temp"), *checkpoints.glob("*_temp_*"),
+                  *checkpoints.glob("checkpoint.tmp*")]
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    if found:
+        logging.info("removed %d temporary files of an interrupted run: %s", len(found),
+                     ", ".join(p.name for p in found))
+    return found
+
+
+def prepare_directory(output_dir: pathlib.Path, ident: dict, overwrite: bool) -> bool:
+    """Under the directory's lock: True when it holds this configuration's finished run
+    (nothing to do). Otherwise readies it for training: a run of another configuration is
+    a ConfigMismatch (or, with `overwrite`, removed); leftover temporary files go."""
+    try:
+        held = fingerprint_lib.recorded(output_dir)
+    except ValueError as error:
+        if not overwrite:
+            raise RunError(f"{error}; use --overwrite to replace the run, or another "
+                           "--output_dir") from None
+        held = None
+    if not overwrite:
+        if held is not None and held["fingerprint"] != ident["fingerprint"]:
+            raise fingerprint_lib.ConfigMismatch(fingerprint_lib.mismatch_message(
+                output_dir, held, ident, "Use --overwrite to replace that run (only the "
+                "files it wrote are removed), or give another --output_dir."))
+        if held is None and (output_dir / "checkpoints").exists():
+            raise RunError(f"{output_dir} has checkpoints/ but no record of their "
+                           "configuration (fingerprint.json, operative_config.gin); use "
+                           "--overwrite to train from scratch, or another --output_dir")
+        if (output_dir / "results.json").exists():
+            logging.info("%s is complete (results.json exists, same configuration); use "
+                         "--overwrite to retrain", output_dir)
+            return True
+    else:
+        removed = _remove_outputs(output_dir)
+        if removed:
+            logging.info("--overwrite: removed %s from %s", ", ".join(removed), output_dir)
+    clean_temporaries(output_dir)
+    return False
+
+
+def default_output_dir(model_name: str, described: dict, seed: int, ident: dict
+                       ) -> pathlib.Path:
+    """runs/<model>_<dataset>_<variant>_seed<seed>_<fingerprint[:8]>."""
+    return pathlib.Path("runs") / (f"{model_name}_{described['name']}_"
+                                   f"{described.get('variant', 'original')}_seed{seed}_"
+                                   f"{fingerprint_lib.short(ident)}")
+
+
 def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Path:
-    """Trains and evaluates the parsed configuration; returns the run directory."""
+    """Trains and evaluates the parsed configuration; returns the run directory.
+
+    Raises RunError / ConfigMismatch / DirectoryLocked (clear messages, before training)
+    and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
     settings = run_settings()
+    ident = fingerprint_lib.identity(gin.config_str())
+    keras.utils.set_random_seed(settings["seed"])    # Python, numpy, TF, Keras
     data = load_data()
     keras.mixed_precision.set_global_policy(settings["precision"])
+    # Seeded again right here: initial weights depend on the seed alone, not on how much
+    # randomness loading the data used.
+    keras.utils.set_random_seed(settings["seed"])
     model = make_model(data.observation_shape)
     described = data.describe()
     if output_dir is None:
-        output_dir = pathlib.Path("runs") / (f"{model.name}_{described['name']}_"
-                                             f"{described.get('variant', 'original')}_"
-                                             f"seed{settings['seed']}")
+        output_dir = default_output_dir(model.name, described, settings["seed"], ident)
     output_dir = pathlib.Path(output_dir)
-    if (output_dir / "results.json").exists():
-        if not overwrite:
-            logging.info("%s is complete (results.json exists); use --overwrite to retrain",
-                         output_dir)
+    with directory_lock(output_dir, "benchmark.run"):
+        if prepare_directory(output_dir, ident, overwrite):
             return output_dir
-        shutil.rmtree(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return _train_and_evaluate(model, data, described, settings, ident, output_dir)
+        except KeyboardInterrupt:
+            latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
+            raise RunInterrupted(
+                f"interrupted: the last checkpoint is {latest or 'none yet'}; rerun the same "
+                "command to resume from it") from None
+
+
+def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
+                        output_dir: pathlib.Path) -> pathlib.Path:
+    _claim(output_dir, "operative_config.gin", fingerprint_lib.FILE_NAME)
     with atomic_path(output_dir / "operative_config.gin", ".gin") as tmp:
         tmp.write_text(gin.config_str())
+    fingerprint_lib.record(output_dir, ident)
 
     health_rng = np.random.default_rng([settings["seed"], 2])
     health_images = data.observations_from_factors(
@@ -157,6 +324,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
             return sheet
 
     start = time.perf_counter()
+    _claim(output_dir, "checkpoints", "tb")
     training = train_lib.train(
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
@@ -164,12 +332,14 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     eval_rng = np.random.default_rng([settings["seed"], 1])
     factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
                                             eval_rng, batch_size=256)
+    _claim(output_dir, "eval_codes.npz")
     with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
         np.savez(f, factors=factors, codes=codes)
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
                                   settings["metrics"], record_errors=True)
     scores["health"] = model_health(model, health_images, data.num_factors)
     if settings["figures"] and hasattr(model, "decode_images"):
+        _claim(output_dir, "reconstructions.png", "traversals.png")
         figures.write_model_figures(
             output_dir, health_images, codes, representation,
             lambda c: np.asarray(model.decode_images(c)),
@@ -183,6 +353,8 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
                "wall_seconds": time.perf_counter() - start,
                "final_losses": training["final_terms"], "metrics": scores,
                "gin_config": gin.config_str()}
+    results.update(fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
+    _claim(output_dir, "results.json")
     write_json(output_dir / "results.json", results)
     return output_dir
 
@@ -197,7 +369,20 @@ def main(argv):
     except (ValueError, KeyError, IOError) as error:
         print(f"error: invalid gin configuration: {error}", file=sys.stderr)
         sys.exit(2)
-    out = run(pathlib.Path(FLAGS.output_dir) if FLAGS.output_dir else None, FLAGS.overwrite)
+    try:
+        out = run(pathlib.Path(FLAGS.output_dir) if FLAGS.output_dir else None,
+                  FLAGS.overwrite)
+    except (RunError, fingerprint_lib.ConfigMismatch, DirectoryLocked) as error:
+        # gin appends "In call to configurable 'run' (<function ...>)": not for users
+        message = str(error).split("\n  In call to configurable")[0]
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+    except RunInterrupted as interrupted:
+        print(interrupted, file=sys.stderr)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("interrupted before training started; nothing was written", file=sys.stderr)
+        sys.exit(130)
     print(out / "results.json")
 
 

@@ -5,10 +5,16 @@ A study is a grid of runs, models x datasets x variants x seeds (x values of a l
 hyperparameter), each executed by the runner (`python -m benchmark.run`, one process per
 run, so gin state never leaks between runs) into
     <study.output_dir>/runs/<model>_<dataset>_<variant>[_<param>=<value>]_seed<S>/
-A run whose results.json exists is finished and skipped, so an interrupted study is
-resumed, and an extended grid trains only what is new. A run that fails is recorded in
-<output_dir>/failed.json with the tail of its error and skipped on later invocations until
---retry_failed. The local backend runs `workers` runs at a time; --backend=ray sends the
+A run whose results.json exists and whose configuration fingerprint
+(benchmark/fingerprint.py) is the one the grid asks for is finished and skipped, so an
+interrupted study is resumed, and an extended grid trains only what is new; a run directory
+holding another configuration (the study's settings changed) stops the study before it
+trains anything, with the differing bindings of each such run. A run that fails is
+recorded in <output_dir>/failed.json with the tail of its error and skipped on later
+invocations until --retry_failed. One study writes an output directory at a time
+(benchmark/lock.py); failed.json and study.json are merged with what is there (study.json
+keeps every run it ever listed and the earlier settings), never blindly replaced.
+The local backend runs `workers` runs at a time; --backend=ray sends the
 same commands to a Ray cluster (the optional extra `pip install .[ray]`), started on this
 machine and bound to localhost unless --address names a cluster.
 """
@@ -28,7 +34,9 @@ import gin
 from absl import app, flags, logging
 
 from benchmark import config
+from benchmark import fingerprint as fingerprint_lib
 from benchmark.atomic import atomic_path
+from benchmark.lock import DirectoryLocked, directory_lock
 
 FLAGS = flags.FLAGS
 
@@ -142,8 +150,85 @@ def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
     return result.returncode, result.stderr[-4000:]
 
 
+def _read_json(path: pathlib.Path, kind: type, default):
+    """A bookkeeping file's content, `default` when absent; a clear error when unreadable."""
+    if not path.exists():
+        return default
+    try:
+        content = json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{path}: expected the study's JSON bookkeeping, found unreadable "
+                         f"content ({error}); move it away to start it afresh") from None
+    if not isinstance(content, kind):
+        raise ValueError(f"{path}: expected a JSON {kind.__name__}, found "
+                         f"{type(content).__name__}")
+    return content
+
+
 def _read_failed(path: pathlib.Path) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {}
+    return _read_json(path, dict, {})
+
+
+def _merge_study_json(path: pathlib.Path, settings: dict, specs: list) -> None:
+    """study.json: the current settings; every run listed before or now (a spec of this
+    grid replaces its older entry); earlier, different settings under
+    'previous_settings'."""
+    old = _read_json(path, dict, {})
+    runs = {r["name"]: r for r in old.get("runs", []) if isinstance(r, dict) and "name" in r}
+    runs.update({s.name: dataclasses.asdict(s) for s in specs})
+    current = json.loads(json.dumps(settings))
+    previous = list(old.get("previous_settings", []))
+    if old.get("settings") is not None and old["settings"] != current:
+        previous.append(old["settings"])
+    payload = {"settings": current, "runs": list(runs.values())}
+    if previous:
+        payload["previous_settings"] = previous
+    _write_json(path, payload)
+
+
+def expected_identities(specs: list) -> dict:
+    """{name: identity | {'error'}} of the specs, parsed as the runner will parse them (in
+    a process of its own: `python -m benchmark.fingerprint`)."""
+    if not specs:
+        return {}
+    payload = json.dumps([{"name": s.name, "gin_files": list(s.gin_files),
+                           "bindings": list(s.bindings)} for s in specs])
+    result = subprocess.run([sys.executable, "-m", "benchmark.fingerprint"], input=payload,
+                            capture_output=True, text=True, cwd=os.getcwd(),
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"computing the runs' configuration fingerprints failed (exit "
+                           f"{result.returncode}):\n{result.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict]:
+    """(names of finished runs, {name: why it is another configuration}) of the specs whose
+    run directory exists: finished = results.json and the fingerprint the spec asks for."""
+    held = {}
+    changed = {}
+    for s in specs:
+        run_dir = out / "runs" / s.name
+        try:
+            ident = fingerprint_lib.recorded(run_dir) if run_dir.is_dir() else None
+        except ValueError as error:
+            changed[s.name] = str(error)
+            continue
+        if ident is not None:
+            held[s.name] = ident
+    expected = expected_identities([s for s in specs if s.name in held])
+    done = set()
+    for name, ident in held.items():
+        wanted = expected.get(name, {})
+        if "fingerprint" not in wanted:
+            continue            # the spec does not parse: the run fails with the reason
+        if ident["fingerprint"] != wanted["fingerprint"]:
+            changed[name] = fingerprint_lib.mismatch_message(out / "runs" / name, ident,
+                                                             wanted, "")
+        elif (out / "runs" / name / "results.json").exists():
+            done.add(name)
+    return done, changed
 
 
 def _write_json(path: pathlib.Path, payload) -> None:
@@ -157,36 +242,52 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
     """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped'}."""
     out = pathlib.Path(settings["output_dir"])
     specs = expand(settings)
+    if dry_run:
+        return _execute(out, settings, specs, backend, workers, address, retry_failed, True)
+    with directory_lock(out, f"benchmark.study {settings['name']}"):
+        return _execute(out, settings, specs, backend, workers, address, retry_failed, False)
+
+
+def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, workers: int,
+             address: str | None, retry_failed: bool, dry_run: bool) -> dict:
     failed_path = out / "failed.json"
     failed = _read_failed(failed_path)
-    done = {s.name for s in specs if (out / "runs" / s.name / "results.json").exists()}
-    todo = [s for s in specs if s.name not in done and (retry_failed or s.name not in failed)]
-    skipped = [s.name for s in specs if s.name not in done and s not in todo]
+    done, changed = run_states(out, specs)
+    if changed and not dry_run:
+        raise fingerprint_lib.ConfigMismatch(
+            f"study {settings['name']}: these run directories in {out / 'runs'} hold "
+            f"another configuration than the study now asks for ({len(changed)}; its "
+            "settings or gin files changed):\n  " + "\n  ".join(changed[n] for n in sorted(changed))
+            + "\nUse another study.output_dir for the new settings, or remove those run "
+            "directories to retrain them.")
+    todo = [s for s in specs if s.name not in done and s.name not in changed
+            and (retry_failed or s.name not in failed)]
+    skipped = [s.name for s in specs if s.name not in done and s.name not in changed
+               and s not in todo]
     logging.info("study %s: %d runs, %d finished, %d to run, %d failed before (skipped)",
                  settings["name"], len(specs), len(done), len(todo), len(skipped))
     if dry_run:
         for s in specs:
-            state = ("finished" if s.name in done else "failed" if s.name in failed
-                     else "to run")
+            state = ("finished" if s.name in done else "changed" if s.name in changed
+                     else "failed" if s.name in failed else "to run")
             print(f"{state:9s} {s.name}")
         return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
-                "skipped": skipped}
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / "study.json", {"settings": settings,
-                                     "runs": [dataclasses.asdict(s) for s in specs]})
+                "skipped": skipped, "changed": sorted(changed)}
+    _merge_study_json(out / "study.json", settings, specs)
     commands = {s.name: s.command(out.resolve()) for s in todo}
     ran, now_failed = [], []
 
     def record(name: str, code: int, stderr: str) -> None:
+        current = _read_failed(failed_path)     # merged: entries of other runs are kept
         if code == 0:
             ran.append(name)
-            failed.pop(name, None)
+            current.pop(name, None)
         else:
             now_failed.append(name)
-            failed[name] = {"exit_code": code, "stderr_tail": stderr,
-                            "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+            current[name] = {"exit_code": code, "stderr_tail": stderr,
+                             "time": time.strftime("%Y-%m-%d %H:%M:%S")}
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
-        _write_json(failed_path, failed)
+        _write_json(failed_path, current)
 
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):
@@ -199,7 +300,7 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
                 record(futures[future], *future.result())
     write_sample_grids(settings, out / "samples")
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
-            "failed": sorted(now_failed), "skipped": skipped}
+            "failed": sorted(now_failed), "skipped": skipped, "changed": []}
 
 
 def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
@@ -284,8 +385,16 @@ def main(argv):
     except (ValueError, KeyError, IOError, RuntimeError) as error:
         print(f"error: invalid study configuration: {error}", file=sys.stderr)
         sys.exit(2)
-    summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
-                      FLAGS.retry_failed, FLAGS.dry_run)
+    try:
+        summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
+                          FLAGS.retry_failed, FLAGS.dry_run)
+    except (fingerprint_lib.ConfigMismatch, DirectoryLocked, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs and each run's last checkpoint are kept in "
+              f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
     print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
           f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
           f"before: {settings['output_dir']}")

@@ -7,9 +7,10 @@ FactorVAE's discriminator, fit the same loop). The loop:
 - seeds every step statelessly from (seed, step) and reads batch b of a stream that
   depends only on (seed, b), so a resumed run sees exactly the data and noise an
   uninterrupted run would have seen;
-- checkpoints model, optimisers and step every `checkpoint_every` steps with
-  tf.train.CheckpointManager (a checkpoint becomes visible only once fully written, so a
-  run killed at any point resumes from the last complete one);
+- checkpoints model, optimisers, step and the step's loss terms every `checkpoint_every`
+  steps with tf.train.CheckpointManager (a checkpoint becomes visible only once fully
+  written, so a run killed at any point resumes from the last complete one; a run resumed
+  at its last step reports the loss terms stored with that checkpoint);
 - stops at the first non-finite loss term with an error naming the step and the term,
   without checkpointing the bad state;
 - writes every term to TensorBoard and shows a tqdm bar on a terminal, periodic log lines
@@ -18,6 +19,7 @@ FactorVAE's discriminator, fit the same loop). The loop:
 
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 import sys
@@ -34,11 +36,12 @@ class TrainingDiverged(RuntimeError):
     """A loss term became NaN or infinite."""
 
 
-def _checkpoint(model, step: tf.Variable) -> tf.train.Checkpoint:
+def _checkpoint(model, step: tf.Variable, terms: tf.Variable) -> tf.train.Checkpoint:
+    """model, optimisers, step and `terms` (JSON text of the last step's loss terms)."""
     optimizers = {f"optimizer_{i}": opt for i, opt in enumerate(model.optimizers_list())}
     for opt, variables in model.optimizer_variables():
         opt.build(variables)
-    return tf.train.Checkpoint(model=model, step=step, **optimizers)
+    return tf.train.Checkpoint(model=model, step=step, terms=terms, **optimizers)
 
 
 def restore_model(model, workdir) -> int:
@@ -62,11 +65,15 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     make_stream(start_batch) -> infinite dataset of batches starting at that batch.
     image_summary() -> float image (h, w, 3) in [0, 1] (e.g. reconstructions), written to
     TensorBoard at every checkpoint.
-    Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}.
+    Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}: the terms
+    of the last step, also when that step was trained before a resume (read from the
+    checkpoint; {} only for a checkpoint written before terms were stored).
     """
     workdir = pathlib.Path(workdir)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    checkpoint = _checkpoint(model, step)
+    with tf.device("CPU:0"):      # a string variable has no accelerator kernels
+        saved_terms = tf.Variable("{}", dtype=tf.string, trainable=False, name="terms")
+    checkpoint = _checkpoint(model, step, saved_terms)
     manager = tf.train.CheckpointManager(checkpoint, workdir / "checkpoints", max_to_keep=2)
     if manager.latest_checkpoint:
         checkpoint.read(manager.latest_checkpoint).expect_partial()
@@ -83,7 +90,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
         progress = sys.stderr.isatty()
     bar = tqdm(total=num_steps, initial=resumed_from, disable=not progress, unit="step",
                dynamic_ncols=True)
-    terms: dict[str, float] = {}
+    # The terms of the checkpointed step: what a run resumed at its last step reports.
+    terms: dict[str, float] = json.loads(saved_terms.numpy().decode())
     start = time.perf_counter()
     last_log, last_log_step = start, resumed_from
     iterator = iter(make_stream(resumed_from))
@@ -116,6 +124,7 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                     logging.info("step %d/%d  %s  %.0f img/s", current + 1, num_steps,
                                  "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
             if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
+                saved_terms.assign(json.dumps(terms))
                 manager.save(checkpoint_number=current + 1)
                 if image_summary is not None:
                     with writer.as_default(step=current + 1):

@@ -33,6 +33,7 @@ from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import save_sheet, tile_rows
 from benchmark.data.variants import DEFAULT_EPS
+from benchmark.lock import DirectoryLocked, directory_lock
 from perturbations import artefact, manipulation, references
 
 FLAGS = flags.FLAGS
@@ -227,9 +228,10 @@ def main(argv):
         print(f"error: invalid generation configuration: {error}", file=sys.stderr)
         sys.exit(2)
     try:
-        out = generate(settings, FLAGS.export)
+        with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer
+            out = generate(settings, FLAGS.export)
     except (references.ReferenceError, artefact.ArtefactError, train_lib.TrainingDiverged,
-            FileNotFoundError) as error:
+            FileNotFoundError, DirectoryLocked) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
     print(out)

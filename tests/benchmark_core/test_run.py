@@ -1,23 +1,43 @@
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import gin
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY = ["--gin_bindings=run.steps = 4", "--gin_bindings=run.batch_size = 8",
-        "--gin_bindings=run.eval_points = 300", "--gin_bindings=run.metrics = ['mig']",
-        "--gin_bindings=run.health_points = 64", "--gin_bindings=run.checkpoint_every = 2",
-        "--gin_bindings=model.num_latents = 3", "--gin_bindings=data.source = 'procedural'"]
+TINY_BINDINGS = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
+                 "run.metrics = ['mig']", "run.health_points = 64", "run.checkpoint_every = 2",
+                 "model.num_latents = 3", "data.source = 'procedural'"]
+TINY = [f"--gin_bindings={b}" for b in TINY_BINDINGS]
+BETA_VAE = ["--gin_file=models/beta_vae.gin", "--gin_file=datasets/dsprites.gin"]
 
 
-def _run(*args):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", "benchmark.run", *args], cwd=ROOT, env=env,
+def _env():
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def _run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "benchmark.run", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=600)
+
+
+def _run_here(out, *bindings, overwrite=False):
+    """benchmark.run in this process (tiny beta-VAE; later bindings win)."""
+    from benchmark import config, run
+    gin.clear_config()
+    try:
+        config.parse_config(["models/beta_vae.gin", "datasets/dsprites.gin"],
+                            [*TINY_BINDINGS, "run.figures = False", *bindings])
+        return run.run(out, overwrite)
+    finally:
+        gin.clear_config()
 
 
 def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
@@ -39,6 +59,8 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     assert health["psnr"] > 0 and health["reconstruction_loss"] > 0
     for name in ("reconstructions.png", "traversals.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[
+        "fingerprint"]
     stamp = (out / "results.json").stat().st_mtime_ns
     again = _run(*args)
     assert again.returncode == 0 and (out / "results.json").stat().st_mtime_ns == stamp
@@ -106,3 +128,162 @@ def test_model_health_of_every_method():
                                  "factor_vae", "slowvae", "cliff_vae", "hfs_vae", "qlvae")
         assert ("active_units" in health) == variational, method
         assert ("psnr" in health) == (method != "pcl"), method
+
+
+def _wait_for_checkpoint(out: pathlib.Path, process, after: int = 0) -> int:
+    """Waits until a checkpoint numbered above `after` exists; returns its number."""
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        numbers = [int(p.name[5:-6]) for p in (out / "checkpoints").glob("ckpt-*.index")]
+        if numbers and max(numbers) > after:
+            return max(numbers)
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint after step {after} appeared (exit {process.poll()})")
+
+
+def _final_weights(out: pathlib.Path) -> dict:
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(str(out / "checkpoints"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if "/.ATTRIBUTES/VARIABLE_VALUE" in name and "save_counter" not in name
+            and not name.startswith("terms/")}
+
+
+def test_same_seed_same_run_in_another_process_also_after_ctrl_c_and_kill(tmp_path):
+    """Issue 19.1, 19.2, 19.10 and 17.7: the seed fixes the initial weights; a run
+    interrupted by Ctrl-C (one line naming the last checkpoint) and then killed with -9
+    resumes, in new processes, to the uninterrupted run's weights, losses and metrics."""
+    args = [*BETA_VAE, *TINY, "--gin_bindings=run.steps = 150",
+            "--gin_bindings=run.checkpoint_every = 10", "--gin_bindings=run.log_every = 50",
+            "--gin_bindings=run.figures = False"]
+    straight = tmp_path / "straight"
+    first = _run(*args, f"--output_dir={straight}")
+    assert first.returncode == 0, first.stderr[-2000:]
+
+    out = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "benchmark.run", *args, f"--output_dir={out}"]
+    process = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    step = _wait_for_checkpoint(out, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr[-2000:]
+    last = stderr.strip().splitlines()[-1]
+    assert "Traceback" not in stderr and "interrupted: the last checkpoint is" in last
+    assert "ckpt-" in last and "rerun the same command to resume" in last
+
+    process = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    _wait_for_checkpoint(out, process, after=step)
+    process.kill()                                      # kill -9
+    process.wait()
+    assert not (out / "results.json").exists()
+    stale = out / ".results.json.kill9.json"           # what a kill during a write leaves
+    stale.write_text("{")
+    resumed = _run(*args, f"--output_dir={out}")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert not stale.exists()
+
+    a = json.loads((straight / "results.json").read_text())
+    b = json.loads((out / "results.json").read_text())
+    assert a["resumed_from"] == 0 and b["resumed_from"] > 0 and b["steps"] == 150
+    assert a["fingerprint"] == b["fingerprint"]
+    assert set(a["final_losses"]) >= {"loss", "kl"}
+    assert b["final_losses"] == pytest.approx(a["final_losses"], rel=1e-5)
+    np.testing.assert_allclose(b["metrics"]["mig"]["mig_per_factor"],
+                               a["metrics"]["mig"]["mig_per_factor"], rtol=1e-4, atol=1e-6)
+    weights_a, weights_b = _final_weights(straight), _final_weights(out)
+    assert len(weights_a) > 10 and weights_a.keys() == weights_b.keys()
+    for name, value in weights_a.items():
+        np.testing.assert_allclose(weights_b[name], value, rtol=1e-5, atol=1e-7,
+                                   err_msg=name)
+    codes_a, codes_b = np.load(straight / "eval_codes.npz"), np.load(out / "eval_codes.npz")
+    np.testing.assert_allclose(codes_b["codes"], codes_a["codes"], rtol=1e-4, atol=1e-6)
+
+
+def test_configurations_never_share_a_run_and_overwrite_keeps_foreign_files(tmp_path,
+                                                                             monkeypatch):
+    """Issue 17.1, 19.2, 19.4, 19.5, 19.10."""
+    from benchmark import fingerprint, run
+    monkeypatch.chdir(tmp_path)
+    one = _run_here(None, "beta_vae.beta = 1")
+    eight = _run_here(None, "beta_vae.beta = 8")
+    assert one != eight and one.parent == eight.parent == pathlib.Path("runs")
+    assert one.name.startswith("beta_vae_dsprites_original_seed0_")
+    for path in (one, eight):
+        assert (path / "results.json").exists()
+
+    # another configuration into a finished run's directory: refused, naming the binding
+    with pytest.raises(fingerprint.ConfigMismatch, match=r"beta_vae\.beta: 1 -> 8.*--overwrite"):
+        _run_here(one, "beta_vae.beta = 8")
+    # ... and into an interrupted one (checkpoints, no results.json): resume refused
+    first = json.loads((eight / "results.json").read_text())
+    (eight / "results.json").unlink()
+    with pytest.raises(fingerprint.ConfigMismatch, match=r"run\.steps: 4 -> 6"):
+        _run_here(eight, "beta_vae.beta = 8", "run.steps = 6")
+
+    # same configuration: resumes at its last step, keeps final_losses, cleans temp files
+    temporaries = [eight / ".results.json.x1y2.json", eight / "checkpoints" / "ckpt-9_temp",
+                   eight / "checkpoints" / "checkpoint.tmp0123abcd"]
+    temporaries[0].write_text("{")
+    temporaries[1].mkdir()
+    (temporaries[1] / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    temporaries[2].write_text("partial")
+    _run_here(eight, "beta_vae.beta = 8")
+    again = json.loads((eight / "results.json").read_text())
+    assert again["resumed_from"] == 4 and again["final_losses"] == first["final_losses"]
+    assert again["final_losses"] and not any(p.exists() for p in temporaries)
+
+    # --overwrite: replaces the run, removes what it wrote, never a foreign file
+    (one / "notes.txt").write_text("mine")
+    (one / "mine").mkdir()
+    _run_here(one, "beta_vae.beta = 8", overwrite=True)
+    replaced = json.loads((one / "results.json").read_text())
+    assert replaced["resumed_from"] == 0 and replaced["fingerprint"] == first["fingerprint"]
+    assert (one / "notes.txt").read_text() == "mine" and (one / "mine").is_dir()
+    manifest = json.loads((one / run.MANIFEST).read_text())
+    assert "results.json" in manifest and "notes.txt" not in manifest
+
+
+def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_path):
+    from benchmark import fingerprint
+    published = ROOT / "results" / "zietlow2021_cpu" / "runs" / "ae_dsprites_original_seed0"
+    result = json.loads((published / "results.json").read_text())
+    assert "fingerprint" not in result
+    ident = fingerprint.recorded(published)
+    assert ident["bindings"]["run.steps"] == "2000"
+    assert ident == fingerprint.identity((published / "operative_config.gin").read_text())
+
+
+@pytest.mark.parametrize("binding, message", [
+    ("run.checkpoint_every = 0", "run.checkpoint_every must be an integer >= 1, found 0"),
+    ("run.log_every = 0", "run.log_every must be an integer >= 1, found 0"),
+    ("run.steps = -5", "run.steps must be an integer >= 1, found -5"),
+    ("run.batch_size = 2.5", "run.batch_size must be an integer >= 1, found 2.5"),
+    ("run.metrics = ['mig', 'dcii']", r"run.metrics: unknown metric\(s\) \['dcii'\]"),
+    ("run.metrics = 'mig'", "run.metrics must be a list of metric names"),
+    ("run.seed = True", "run.seed must be an integer >= 0, found True"),
+])
+def test_bad_run_settings_fail_before_any_work(tmp_path, binding, message):
+    from benchmark import run
+    with pytest.raises(run.RunError, match=message):
+        _run_here(tmp_path / "run", binding)
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_setting_on_the_command_line_is_one_line(tmp_path):
+    result = _run(*BETA_VAE, *TINY, "--gin_bindings=run.checkpoint_every = 0",
+                  f"--output_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: run.checkpoint_every must be an integer >= 1, found 0")
+    assert not (tmp_path / "run").exists()
+
+
+def test_second_writer_is_refused_naming_the_holder(tmp_path):
+    from benchmark.lock import DirectoryLocked, directory_lock
+    out = tmp_path / "run"
+    with directory_lock(out, "the first writer"):
+        with pytest.raises(DirectoryLocked, match=rf"pid {os.getpid()} .*the first writer"):
+            _run_here(out)
+    assert not (out / "checkpoints").exists()

@@ -2,6 +2,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,12 +85,25 @@ def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
 
 def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     out = tmp_path / "study"
+    out.mkdir()
+    # bookkeeping of an earlier grid in the same directory is merged, never overwritten
+    earlier = {"older_run": {"exit_code": 1, "stderr_tail": "x", "time": "t"}}
+    (out / "failed.json").write_text(json.dumps(earlier))
+    (out / "study.json").write_text(json.dumps(
+        {"settings": {"name": "older"}, "runs": [{"name": "older_run", "gin_files": [],
+                                                   "bindings": []}]}))
     settings = _settings(out, models={"broken": "models/no_such_model.gin"},
                          variants=["original"])
     first = study.execute(settings)
     assert first["failed"] == ["broken_dsprites_original_seed0"]
     failed = json.loads((out / "failed.json").read_text())
     assert "no_such_model" in failed["broken_dsprites_original_seed0"]["stderr_tail"]
+    assert failed["older_run"] == earlier["older_run"]
+    recorded = json.loads((out / "study.json").read_text())
+    assert [r["name"] for r in recorded["runs"]] == ["older_run",
+                                                     "broken_dsprites_original_seed0"]
+    assert recorded["settings"]["name"] == "tiny"
+    assert recorded["previous_settings"] == [{"name": "older"}]
     second = study.execute(settings)
     assert second["ran"] == [] and second["skipped"] == ["broken_dsprites_original_seed0"]
     third = study.execute(settings, retry_failed=True)
@@ -130,3 +144,56 @@ def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
     assert result["steps"] == 4 and "mig" in result["metrics"]
     again = study.execute(settings, backend="ray")          # finished run skipped
     assert again["ran"] == [] and again["skipped"] == ["broken_dsprites_original_seed0"]
+
+
+def test_second_study_on_a_directory_is_refused_naming_the_holder(tmp_path):
+    from benchmark.lock import DirectoryLocked, directory_lock
+    out = tmp_path / "study"
+    with directory_lock(out, "the first study"):
+        with pytest.raises(DirectoryLocked, match=rf"pid {os.getpid()} .*the first study"):
+            study.execute(_settings(out))
+    assert not (out / "study.json").exists()
+
+
+def _published_copy(tmp_path, name="ae_dsprites_original_seed0"):
+    """A published run directory (written before fingerprints) copied into a new study,
+    with the published study's settings for that one run."""
+    published = ROOT / "results" / "zietlow2021_cpu"
+    settings = json.loads((published / "study.json").read_text())["settings"]
+    out = tmp_path / "study"
+    shutil.copytree(published / "runs" / name, out / "runs" / name)
+    settings.update(output_dir=str(out), models={"ae": settings["models"]["ae"]},
+                    variants=["original"], seeds=[0], line_search={})
+    return out, settings
+
+
+def test_published_runs_count_as_finished_and_a_changed_study_is_refused(tmp_path, capsys):
+    """Issue 19.4 / 17.1: a run counts as finished only with the configuration asked for;
+    published runs (no fingerprint field) are identified by their gin_config."""
+    from benchmark import fingerprint
+    out, settings = _published_copy(tmp_path)
+    assert "fingerprint" not in json.loads(
+        (out / "runs" / "ae_dsprites_original_seed0" / "results.json").read_text())
+    summary = study.execute(study.study_settings(**settings), dry_run=True)
+    assert summary["finished"] == ["ae_dsprites_original_seed0"] and not summary["changed"]
+    assert "finished  ae_dsprites_original_seed0" in capsys.readouterr().out
+
+    changed = dict(settings, bindings=[b.replace("run.steps = 2000", "run.steps = 4000")
+                                       for b in settings["bindings"]])
+    assert changed["bindings"] != settings["bindings"]
+    summary = study.execute(study.study_settings(**changed), dry_run=True)
+    assert summary["finished"] == [] and summary["changed"] == ["ae_dsprites_original_seed0"]
+    with pytest.raises(fingerprint.ConfigMismatch,
+                       match=r"(?s)run directories .*\(1; .*run\.steps: 2000 -> 4000"):
+        study.execute(study.study_settings(**changed))
+    assert not (out / "failed.json").exists()
+
+
+def test_report_counts_a_copied_run_once(tmp_path, caplog):
+    """Issue 19.6: a copied run directory is not another seed."""
+    out, _ = _published_copy(tmp_path)
+    shutil.copytree(out / "runs" / "ae_dsprites_original_seed0",
+                    out / "runs" / "copy_of_ae_dsprites_original_seed0")
+    runs = report.load_runs(out)
+    assert len(runs) == 1 and runs[0]["run_dir"].endswith("/ae_dsprites_original_seed0")
+    assert "is the same run as" in caplog.text

@@ -52,10 +52,12 @@ def test_resumed_run_equals_uninterrupted_run(data, tmp_path):
     assert list((tmp_path / "straight" / "tb").iterdir())
 
 
-def test_finished_run_does_not_train_again(data, tmp_path):
-    _run(data, tmp_path, 2)
+def test_finished_run_does_not_train_again_and_keeps_its_final_terms(data, tmp_path):
+    _, first = _run(data, tmp_path, 2)
     _, again = _run(data, tmp_path, 2)
-    assert again["resumed_from"] == 2 and again["final_terms"] == {}
+    assert again["resumed_from"] == 2 and again["steps"] == 2
+    assert set(first["final_terms"]) >= {"loss", "reconstruction", "kl"}
+    assert again["final_terms"] == first["final_terms"]      # kept with the checkpoint
 
 
 def test_nan_loss_stops_with_step_and_term(data, tmp_path):
