@@ -6,6 +6,8 @@ includes flattened), canonicalised:
 - parsed with gin's own parser (comments, layout, order, `1` vs `1.0`, tuple vs list and
   dict key order do not matter; references stay `@name` / `@name()`, macros `%NAME`);
 - `import` lines dropped (they register code; the bindings say what is used);
+- `data.artefact` named by its path below the last `results/` folder (`artefact_key`), so
+  the published studies resume from a checkout anywhere;
 - bindings that change neither what is trained nor what is measured dropped
   (`IGNORED`: how often to log or checkpoint; resume is exact whatever the period).
 The fingerprint is the SHA-256 of the canonical bindings (JSON, sorted); the suite version
@@ -87,11 +89,25 @@ def bindings_of(config_text: str) -> dict[str, str]:
             if statement.scope:
                 key = f"{statement.scope}/{key}"
             if key not in IGNORED:
-                bindings[key] = json.dumps(_canonical(statement.value), sort_keys=True)
+                value = _canonical(statement.value)
+                if key.endswith("data.artefact") and isinstance(value, str):
+                    value = artefact_key(value)
+                bindings[key] = json.dumps(value, sort_keys=True)
     except SyntaxError as error:
         raise ValueError(f"expected gin configuration text, found unparsable text: "
                          f"{error}") from None
     return bindings
+
+
+def artefact_key(path: str) -> str:
+    """An artefact directory as the fingerprint sees it: its path below the last `results/`
+    folder when it has one (the published artefacts: a study resumed from a checkout in
+    another place names the same artefact by another absolute path), else as given."""
+    parts = pathlib.PurePosixPath(path).parts
+    if "results" in parts:
+        last = len(parts) - 1 - parts[::-1].index("results")
+        return str(pathlib.PurePosixPath(*parts[last:]))
+    return path
 
 
 def fingerprint_of(bindings: dict[str, str]) -> str:

@@ -62,3 +62,14 @@ def test_recorded_identity_of_directories(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"gin_config": "run.steps = = 3"}))
     with pytest.raises(ValueError, match="results.json: cannot read"):
         fingerprint.recorded(tmp_path)
+
+
+def test_artefact_paths_under_results_are_identified_wherever_the_checkout_is():
+    here = fingerprint.identity("data.artefact = '/work/main/results/perturbations/a'\n")
+    there = fingerprint.identity("data.artefact = '/tmp/clone/results/perturbations/a'\n")
+    relative = fingerprint.identity("data.artefact = 'results/perturbations/a'\n")
+    other = fingerprint.identity("data.artefact = '/tmp/clone/results/perturbations/b'\n")
+    assert here["fingerprint"] == there["fingerprint"] == relative["fingerprint"]
+    assert other["fingerprint"] != here["fingerprint"]
+    outside = fingerprint.identity("data.artefact = '/data/my_artefact'\n")
+    assert outside["bindings"]["data.artefact"] == '"/data/my_artefact"'
