@@ -14,11 +14,13 @@ setup(
     packages=find_packages(include=["benchmark", "benchmark.*", "perturbations",
                                     "perturbations.*", "models", "models.*"]),
     install_requires=[
-        "tensorflow>=2.16,<3",          # Keras 3
+        "tensorflow>=2.16,<3",
+        "keras>=3",                     # imported directly (TensorFlow >= 2.16 brings it)
         "tensorflow-probability[tf]>=0.24",
         "numpy>=1.26",
         "h5py>=3.10",
         "scikit-learn>=1.4",
+        "joblib>=1.3",                  # DCI fits factors in parallel (also a scikit-learn dep)
         "absl-py>=2.0",
         "gin-config>=0.5",
         "scipy>=1.11",
@@ -28,7 +30,7 @@ setup(
     ],
     extras_require={
         # Ray in the test extra: the Ray backend is tested on a local (127.0.0.1) instance.
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "ray>=2.9"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "ray>=2.9", "psutil>=5.9"],
         "ray": ["ray[default]>=2.9"],
     },
 )
