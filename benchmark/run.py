@@ -52,12 +52,18 @@ from models.registry import make_model
 SCHEMA_VERSION = 1
 
 FLAGS = flags.FLAGS
-config.define_gin_flags("beta_vae.beta = 8")
-flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<model>_<dataset>_"
-                    "<variant>_seed<seed>_<8 hex digits of the configuration's fingerprint>).")
-flags.DEFINE_boolean("overwrite", False, "Retrain from scratch even when the run directory "
-                     "holds a finished run or a run of another configuration (only the "
-                     "files that run wrote are removed).")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    config.define_gin_flags("beta_vae.beta = 8")
+    flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<model>_<dataset>_"
+                        "<variant>_seed<seed>_<8 hex digits of the configuration's fingerprint>).")
+    flags.DEFINE_boolean("overwrite", False, "Retrain from scratch even when the run directory "
+                         "holds a finished run or a run of another configuration (only the "
+                         "files that run wrote are removed).")
+
 
 #: what a run writes into its directory; run_manifest.json lists those it has written
 OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb",
@@ -387,5 +393,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     app.run(main)

@@ -35,30 +35,35 @@ from benchmark import machine
 from benchmark.atomic import atomic_path
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("datasets", ["dsprites", "shapes3d"], "Datasets to benchmark.")
-flags.DEFINE_list("sources", ["procedural", "file"],
-                  "Sources to benchmark; 'file' is skipped when the file is absent.")
-flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.data.")
-flags.DEFINE_list("metrics", ["mig", "dci", "sap", "modularity_explicitness", "infomec",
-                                "factor_vae_score", "beta_vae_score", "unsupervised"],
-                  "Metrics to time (benchmark.speed metrics).")
-flags.DEFINE_list("model", [], "Model configs (gin_configs/models/NAME.gin) or methods to time, "
-                  "e.g. --model=beta_vae,pcl,tripod_naive (benchmark.speed "
-                  "train; default all).")
-flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
-flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
-flags.DEFINE_integer("train_steps", 20, "Timed steps per repeat (after 3 warm-up steps).")
-flags.DEFINE_integer("repeats", 5, "Timed repeats per model, each on different batches.")
-flags.DEFINE_list("precision", ["float32"], "Keras precision policies to time: float32, "
-                  "mixed_bfloat16 (benchmark.speed train).")
-flags.DEFINE_string("codes", None, "An npz of (factors, codes), e.g. a run's eval_codes.npz: "
-                    "time the metrics on these trained codes (benchmark.speed metrics).")
-flags.DEFINE_string("out", None, "Also write the measurements, CPU and load to this JSON.")
-flags.DEFINE_boolean("xla", False, "Compile the training step with XLA.")
-flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings for the metrics, e.g. "
-                          "\"dci.classifier = 'hist_gbt'\".")
-flags.DEFINE_integer("whole_limit", None, "Render only this many images of the 'whole "
-                     "dataset' pass (default: all of them).")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_list("datasets", ["dsprites", "shapes3d"], "Datasets to benchmark.")
+    flags.DEFINE_list("sources", ["procedural", "file"],
+                      "Sources to benchmark; 'file' is skipped when the file is absent.")
+    flags.DEFINE_integer("pipeline_batches", 300, "Batches of 64 timed through tf.data.")
+    flags.DEFINE_list("metrics", ["mig", "dci", "sap", "modularity_explicitness", "infomec",
+                                    "factor_vae_score", "beta_vae_score", "unsupervised"],
+                      "Metrics to time (benchmark.speed metrics).")
+    flags.DEFINE_list("model", [], "Model configs (gin_configs/models/NAME.gin) or methods "
+                      "to time, e.g. --model=beta_vae,pcl,tripod_naive (benchmark.speed "
+                      "train; default all).")
+    flags.DEFINE_string("dataset", "dsprites", "Dataset of benchmark.speed train.")
+    flags.DEFINE_integer("batch_size", 64, "Batch size of benchmark.speed train.")
+    flags.DEFINE_integer("train_steps", 20, "Timed steps per repeat (after 3 warm-up steps).")
+    flags.DEFINE_integer("repeats", 5, "Timed repeats per model, each on different batches.")
+    flags.DEFINE_list("precision", ["float32"], "Keras precision policies to time: float32, "
+                      "mixed_bfloat16 (benchmark.speed train).")
+    flags.DEFINE_string("codes", None, "An npz of (factors, codes), e.g. a run's eval_codes.npz: "
+                        "time the metrics on these trained codes (benchmark.speed metrics).")
+    flags.DEFINE_string("out", None, "Also write the measurements, CPU and load to this JSON.")
+    flags.DEFINE_boolean("xla", False, "Compile the training step with XLA.")
+    flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings for the metrics, e.g. "
+                              "\"dci.classifier = 'hist_gbt'\".")
+    flags.DEFINE_integer("whole_limit", None, "Render only this many images of the 'whole "
+                         "dataset' pass (default: all of them).")
 
 
 def _rate(n: int, seconds: float) -> str:
@@ -261,4 +266,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

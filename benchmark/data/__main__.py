@@ -13,19 +13,25 @@ from absl import app, flags, logging
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("dataset", "dsprites", list(DATASETS), "Ground-truth dataset.")
-flags.DEFINE_enum("variant", "original", list(VARIANTS), "Dataset variant.")
-flags.DEFINE_enum("source", "auto", ["auto", "procedural", "file"],
-                  "Official file, procedural renderer, or the file when present.")
-flags.DEFINE_string("data_dir", None, "Directory of the official files "
-                    "(default: $DISENTANGLEMENT_LIB_DATA).")
-flags.DEFINE_float("eps", None, "Noise strength of the noisy variant "
-                   "(default: paper 002, 0.1 dSprites / 0.175 Shapes3D).")
-flags.DEFINE_integer("noise_seed", 0, "Seed of the noisy variant's fixed per-image noise.")
-flags.DEFINE_integer("seed", 0, "Seed of the preview's random samples.")
-flags.DEFINE_string("artefact", None, "Perturbation artefact directory (variant 'modified', "
-                    "or a noise artefact for 'noisy').")
-flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export).")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_enum("dataset", "dsprites", list(DATASETS), "Ground-truth dataset.")
+    flags.DEFINE_enum("variant", "original", list(VARIANTS), "Dataset variant.")
+    flags.DEFINE_enum("source", "auto", ["auto", "procedural", "file"],
+                      "Official file, procedural renderer, or the file when present.")
+    flags.DEFINE_string("data_dir", None, "Directory of the official files "
+                        "(default: $DISENTANGLEMENT_LIB_DATA).")
+    flags.DEFINE_float("eps", None, "Noise strength of the noisy variant "
+                       "(default: paper 002, 0.1 dSprites / 0.175 Shapes3D).")
+    flags.DEFINE_integer("noise_seed", 0, "Seed of the noisy variant's fixed per-image noise.")
+    flags.DEFINE_integer("seed", 0, "Seed of the preview's random samples.")
+    flags.DEFINE_string("artefact", None, "Perturbation artefact directory (variant 'modified', "
+                        "or a noise artefact for 'noisy').")
+    flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export).")
+
 
 COMMANDS = ("preview", "export")
 
@@ -53,4 +59,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -19,10 +19,15 @@ from benchmark.metrics import METRICS, MetricInputError, evaluate_codes
 SCHEMA_VERSION = 1
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("codes", None, "npz with arrays 'factors' (n, k) and 'codes' (n, d).")
-flags.DEFINE_list("metrics", list(METRICS), "Metrics to compute.")
-flags.DEFINE_string("out", None, "Write the scores as JSON here (atomically).")
-flags.DEFINE_integer("seed", 0, "Seed of the metrics' randomness.")
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_string("codes", None, "npz with arrays 'factors' (n, k) and 'codes' (n, d).")
+    flags.DEFINE_list("metrics", list(METRICS), "Metrics to compute.")
+    flags.DEFINE_string("out", None, "Write the scores as JSON here (atomically).")
+    flags.DEFINE_integer("seed", 0, "Seed of the metrics' randomness.")
 
 
 def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
@@ -80,4 +85,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

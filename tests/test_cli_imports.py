@@ -1,0 +1,21 @@
+"""Every command module can be imported next to every other one: flags are defined only
+when a module runs as a command (`define_flags()` under `__main__`), so tests and user
+code that import several commands never hit absl's DuplicateFlagError."""
+
+import importlib
+
+from absl import flags
+
+COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
+            "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
+            "benchmark.report", "benchmark.cliff_sanity", "perturbations.generate",
+            "perturbations.noise"]
+
+
+def test_command_modules_import_together_and_define_flags_on_demand():
+    modules = [importlib.import_module(name) for name in COMMANDS]
+    for module in modules:
+        assert callable(getattr(module, "define_flags", None)), module.__name__
+        defined = {f.name for f in flags.FLAGS.flags_by_module_dict().get(module.__name__, [])}
+        assert not defined, f"{module.__name__} defines flags on import: {sorted(defined)}"
+
