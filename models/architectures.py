@@ -1,7 +1,8 @@
 """Networks shared by every method: disentanglement_lib's conv encoder/decoder and an MLP.
 
-dlib conv architecture (REFERENCE.md, Methods; Locatello et al. 2019): encoder 4 conv
-layers (32, 32, 64, 64 filters, 4x4, stride 2, ReLU), dense 256 (ReLU), linear heads for
+dlib conv architecture (REFERENCE.md, Methods; Locatello et al. 2019; disentanglement_lib
+methods/shared/architectures.py `conv_encoder`): encoder 4 conv layers (32, 32, 64, 64
+filters, kernels 4, 4, 2, 2, stride 2, 'same', ReLU), dense 256 (ReLU), linear heads for
 the mean and log-variance; the decoder mirrors it: dense 256, dense 4*4*64, 4 transposed
 conv layers (64, 32, 32, channels; 4x4, stride 2), output logits (n, 64, 64, c).
 Output layers compute in float32 whatever the Keras precision policy, so under
@@ -26,8 +27,8 @@ def conv_encoder(input_shape=(64, 64, 1), num_latents: int = 10, name: str = "en
     """images float32 (n, 64, 64, c) in [0, 1] -> {'mean', 'logvar'}, each (n, num_latents)."""
     images = keras.Input(shape=input_shape)
     x = images
-    for filters in (32, 32, 64, 64):
-        x = layers.Conv2D(filters, 4, strides=2, padding="same", activation="relu")(x)
+    for filters, kernel in ((32, 4), (32, 4), (64, 2), (64, 2)):
+        x = layers.Conv2D(filters, kernel, strides=2, padding="same", activation="relu")(x)
     x = layers.Dense(256, activation="relu")(layers.Flatten()(x))
     outputs = {"mean": layers.Dense(num_latents, name="mean", dtype="float32")(x),
                "logvar": layers.Dense(num_latents, name="logvar", dtype="float32")(x)}

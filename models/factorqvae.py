@@ -77,7 +77,7 @@ class DiscreteLatentVAE(TrainableModel):
         self.total_steps, self.tau_schedule = int(total_steps), tau_schedule
         self.tau_start, self.tau_end = float(tau_start), float(tau_end)
         self.codebook = self.add_weight(shape=(self.codebook_size,), name="codebook",
-                                        initializer=keras.initializers.RandomNormal(seed=0))
+                                        initializer=keras.initializers.RandomNormal())
         self.discriminator = None
         if self.gamma > 0:
             self.discriminator = discriminator((self.num_latents, self.codebook_size), 1000, 5)

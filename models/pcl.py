@@ -33,9 +33,14 @@ class PCL(TrainableModel):
         super().__init__(optimizer, **kwargs)
         self.encoder = mean_only(encoder, "pcl_encoder")   # PCL is not variational
         d = encoder.output["mean"].shape[-1]
-        init = keras.initializers.RandomNormal(stddev=0.1, seed=0)
-        self.w1 = self.add_weight(shape=(d,), initializer=init, name="w1")
-        self.w2 = self.add_weight(shape=(d,), initializer=init, name="w2")
+        # w1, w2 independent draws (REFERENCE.md, PCL): with w1 = w2 the score sees
+        # h(x) + h(y) instead of their difference and can stall at chance (loss log 2).
+        # Unseeded initialisers draw from Keras' global generator, which the runner seeds
+        # from the run's seed before the model is built.
+        self.w1 = self.add_weight(shape=(d,), name="w1",
+                                  initializer=keras.initializers.RandomNormal(stddev=0.1))
+        self.w2 = self.add_weight(shape=(d,), name="w2",
+                                  initializer=keras.initializers.RandomNormal(stddev=0.1))
         self.b = self.add_weight(shape=(d,), initializer="zeros", name="b")
         self.a = self.add_weight(shape=(d,), initializer="zeros", name="a")
         self.c = self.add_weight(shape=(), initializer="zeros", name="c")

@@ -72,7 +72,7 @@ class VectorQuantizer(keras.layers.Layer):
         self.codebook = self.add_weight(
             shape=(int(codebook_size), self.vector_size), name="codebook",
             initializer=keras.initializers.RandomUniform(-1.0 / codebook_size,
-                                                         1.0 / codebook_size, seed=0))
+                                                         1.0 / codebook_size))
 
     def indices(self, continuous):
         """Index of the nearest codebook vector for each of the n_z parts, int (n, n_z)."""

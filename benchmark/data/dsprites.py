@@ -129,6 +129,7 @@ class DSprites(GroundTruthData):
 
     name = "dsprites"
     factor_names = FULL_FACTOR_NAMES[1:]
+    categorical_factors = ("shape",)
     observation_shape = (64, 64, 1)
 
     def __init__(self, source: str = "auto", data_dir: str | None = None,

@@ -63,6 +63,9 @@ class GroundTruthData(abc.ABC):
     observation_shape: tuple[int, int, int]
     #: short name used in configs, logs and results ("dsprites", "shapes3d")
     name: str
+    #: factors whose classes are unordered labels (e.g. shape): time-contrastive pairs
+    #: (benchmark/data/pairs.py) never change them
+    categorical_factors: tuple[str, ...] = ()
 
     @property
     def num_factors(self) -> int:

@@ -153,6 +153,7 @@ class Shapes3D(GroundTruthData):
 
     name = "shapes3d"
     factor_names = FACTOR_NAMES
+    categorical_factors = ("shape",)
     observation_shape = (64, 64, 3)
 
     def __init__(self, source: str = "auto", data_dir: str | None = None,

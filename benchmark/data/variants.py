@@ -58,6 +58,7 @@ class AdditivePerturbation(GroundTruthData):
         self.metadata = dict(metadata or {})
         self.name = base.name
         self.factor_names = base.factor_names
+        self.categorical_factors = base.categorical_factors
         self.factor_sizes = base.factor_sizes
         self.factor_values = base.factor_values
         self.observation_shape = base.observation_shape

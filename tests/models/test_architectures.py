@@ -10,7 +10,7 @@ def test_conv_encoder_decoder_shapes_and_parameter_count():
     assert out["mean"].shape == (2, 6) and out["logvar"].shape == (2, 6)
     assert decoder(out["mean"]).shape == (2, 64, 64, 3)
     conv_shapes = [w.shape for w in encoder.weights if len(w.shape) == 4]
-    assert conv_shapes == [(4, 4, 3, 32), (4, 4, 32, 32), (4, 4, 32, 64), (4, 4, 64, 64)]
+    assert conv_shapes == [(4, 4, 3, 32), (4, 4, 32, 32), (2, 2, 32, 64), (2, 2, 64, 64)]
 
 
 def test_mlp_variant_shapes():

@@ -62,3 +62,20 @@ def test_pair_models_train_a_few_steps_with_gradients_everywhere(kind, tmp_path)
         data, 4, 0, start, negatives=negatives), 3, tmp_path, seed=0, progress=False)
     assert result["steps"] == 3 and all(np.isfinite(v) for v in result["final_terms"].values())
     assert model.representation(batch[0]).shape == (4, 3)
+
+
+def test_pcl_weights_start_different_and_follow_the_global_seed():
+    import keras
+
+    def initial(seed):
+        keras.utils.set_random_seed(seed)
+        model = pcl.PCL(architectures.conv_encoder((64, 64, 1), 3))
+        return model.w1.numpy(), model.w2.numpy(), model.encoder.weights[0].numpy()
+
+    w1, w2, kernel = initial(3)
+    assert not np.allclose(w1, w2)          # with w1 = w2 the score sees h(x) + h(y)
+    again = initial(3)
+    np.testing.assert_array_equal(w1, again[0])
+    np.testing.assert_array_equal(kernel, again[2])
+    other = initial(4)
+    assert not np.allclose(w1, other[0])
