@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
+from models import architectures
 from models.tripod_terms import (hessian_penalty, kernel_latent_multiinformation,
                                  normalized_hessian_penalty, silverman_smoothing)
 
@@ -93,3 +94,35 @@ def test_tripod_and_its_ablations_train_with_finite_terms(bindings):
     if not bindings.get("naive"):                       # FSQ grid
         np.testing.assert_allclose((codes + 1) * (levels - 1) / 2,
                                    np.round((codes + 1) * (levels - 1) / 2), atol=1e-4)
+
+
+def test_tripod_optimiser_is_paper_000_table_4_adamw():
+    from models.tripod import make_tripod
+    model = make_tripod(architectures.mean_only(architectures.conv_encoder((64, 64, 1), 3), "e"),
+                        architectures.conv_decoder(3, (64, 64, 1)))
+    optimizer = model.model_optimizer
+    assert type(optimizer).__name__ == "AdamW"
+    assert float(optimizer.learning_rate) == pytest.approx(1e-3)
+    assert (optimizer.beta_1, optimizer.beta_2) == (0.9, 0.99)
+
+
+def test_naive_tripod_hessian_penalty_ignores_activation_scale():
+    """Naive Tripod: the vanilla Hessian penalty with activation normalisation (paper 000
+    sec. 5): rescaling the regularised decoder activations leaves the term unchanged."""
+    import keras
+    from models.tripod import make_tripod
+    images = tf.constant(np.random.default_rng(0).random((8, 64, 64, 1)), tf.float32)
+
+    def penalty(scale):
+        keras.utils.set_random_seed(1)
+        model = make_tripod(
+            architectures.mean_only(architectures.conv_encoder((64, 64, 1), 3), "e"),
+            architectures.conv_decoder(3, (64, 64, 1)), naive=True, lambda_klm=0.0)
+        layer = model.decoder.layers[2]                # the regularised dense layer
+        kernel, bias = layer.get_weights()
+        layer.set_weights([kernel * scale, bias * scale])
+        return float(model.loss_terms(images, 0, [2, 3])["hessian_penalty"])
+
+    base = penalty(1.0)
+    assert base > 0
+    assert penalty(10.0) == pytest.approx(base, rel=1e-2)     # was 100x before
