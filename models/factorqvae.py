@@ -11,11 +11,13 @@ z_q = z M (n, d). Loss (eq. 5, Algorithm 1):
 TC by a discriminator on the relaxed one-hots (5 x 1000 LeakyReLU, REFERENCE.md),
 dims permuted independently across the batch (eqs. 6-8; shared with FactorVAE:
 models/factorvae.py). gamma = 0 is QVAE / dVAE (no discriminator).
-Schedules (Algorithm 1): tau cosine-annealed from `tau_start` to `tau_end` over
-`total_steps`, both learning rates cosine-decayed from 1e-3 (Adam); the endpoints of tau
-are not printed in the paper: 1.0 -> 0.1 here (`tau_schedule = 'exponential'` gives
-REFERENCE.md's exp(-1e-5 step)). Paper: 100k iterations, batch 256 (appendix A), K = 64,
-codebook init N(0, 1); beta / gamma of Table 3. The representation evaluated is the
+Schedules, paper 003 appendix A.1 (the defaults): both learning rates (Adam) cosine-
+annealed from 1e-3 to 1.25e-6 over the first 50k iterations (`lr_decay_steps`, `lr_end`)
+and held there; Gumbel temperature tau = exp(-1e-5 t) (`tau_schedule = 'exponential'`);
+100k iterations, batch 256, K = 64, codebook init N(0, 1); beta / gamma of Table 3.
+`tau_schedule = 'cosine'` anneals tau from `tau_start` to `tau_end` over `total_steps`
+instead: the CPU-scale configs (gin_configs/models/cpu_scale/) fit both schedules into
+their 2,000 steps, where exp(-1e-5 t) would stay ~1 and every argmax code the same. The representation evaluated is the
 deterministic code: M at each latent's most probable index.
 """
 
@@ -61,15 +63,22 @@ class DiscreteLatentVAE(TrainableModel):
     def __init__(self, encoder, decoder, num_latents: int, codebook_size: int = 64,
                  logits_from: str = "distance", beta: float = 1e-3, gamma: float = 1e-4,
                  total_steps: int = 100000, tau_start: float = 1.0, tau_end: float = 0.1,
-                 tau_schedule: str = "cosine", learning_rate: float = 1e-3, **kwargs):
+                 tau_schedule: str = "exponential", learning_rate: float = 1e-3,
+                 lr_decay_steps: int = 50000, lr_end: float = 1.25e-6, **kwargs):
         if logits_from not in ("distance", "encoder"):
             raise ValueError(f"logits_from must be 'distance' (QVAE) or 'encoder' (dVAE), "
                              f"found {logits_from!r}")
         if tau_schedule not in ("cosine", "exponential"):
             raise ValueError(f"tau_schedule must be 'cosine' or 'exponential', found "
                              f"{tau_schedule!r}")
-        schedule = keras.optimizers.schedules.CosineDecay(learning_rate, int(total_steps))
-        super().__init__(keras.optimizers.Adam(schedule), **kwargs)
+        if not 0 <= lr_end <= learning_rate:
+            raise ValueError(f"discrete_vae.lr_end must be in [0, learning_rate = "
+                             f"{learning_rate}], found {lr_end}")
+
+        def schedule():
+            return keras.optimizers.schedules.CosineDecay(
+                learning_rate, int(lr_decay_steps), alpha=lr_end / learning_rate)
+        super().__init__(keras.optimizers.Adam(schedule()), **kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.num_latents, self.codebook_size = int(num_latents), int(codebook_size)
         self.logits_from = logits_from
@@ -82,7 +91,7 @@ class DiscreteLatentVAE(TrainableModel):
         if self.gamma > 0:
             self.discriminator = discriminator((self.num_latents, self.codebook_size), 1000, 5)
             self.discriminator_optimizer = keras.optimizers.Adam(
-                keras.optimizers.schedules.CosineDecay(learning_rate, int(total_steps)))
+                schedule())
 
     def logits(self, images, training: bool = False):
         """Categorical logits (n, d, K)."""
@@ -155,12 +164,13 @@ VARIANTS = {"factor_qvae": ("distance", True), "qvae": ("distance", False),
 
 @gin.configurable("discrete_vae", allowlist=["codebook_size", "beta", "gamma", "total_steps",
                                              "tau_start", "tau_end", "tau_schedule",
-                                             "learning_rate"])
+                                             "learning_rate", "lr_decay_steps", "lr_end"])
 def make_discrete_vae(make_encoder, make_decoder, observation_shape, num_latents: int,
                       variant: str, codebook_size: int = 64, beta: float = 1e-3,
                       gamma: float = 1e-4, total_steps: int = 100000,
                       tau_start: float = 1.0, tau_end: float = 0.1,
-                      tau_schedule: str = "cosine", learning_rate: float = 1e-3
+                      tau_schedule: str = "exponential", learning_rate: float = 1e-3,
+                      lr_decay_steps: int = 50000, lr_end: float = 1.25e-6
                       ) -> DiscreteLatentVAE:
     """One of VARIANTS; defaults: paper 003's FactorQVAE on Shapes3D (Table 3)."""
     from models.architectures import mean_only
@@ -171,4 +181,4 @@ def make_discrete_vae(make_encoder, make_decoder, observation_shape, num_latents
     return DiscreteLatentVAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
                              num_latents, codebook_size, logits_from, beta,
                              gamma if factorised else 0.0, total_steps, tau_start, tau_end,
-                             tau_schedule, learning_rate, name=variant)
+                             tau_schedule, learning_rate, lr_decay_steps, lr_end, name=variant)

@@ -53,3 +53,21 @@ def test_variants_train_with_finite_terms(method):
     assert codes.shape == (8, 3) and np.isin(codes, model.codebook.numpy()).all()
     assert not np.array_equal(before, model.codebook.numpy())   # the codebook learns
     assert model.decode_images(codes).shape == (8, 64, 64, 1)
+
+
+def test_paper_003_schedules_are_the_defaults():
+    """Appendix A.1: Adam 1e-3 cosine-annealed to 1.25e-6 over the first 50k iterations
+    (then held), tau = exp(-1e-5 t)."""
+    from models import architectures
+    from models.factorqvae import make_discrete_vae
+    model = make_discrete_vae(architectures.conv_encoder, architectures.conv_decoder,
+                              (64, 64, 1), 3, "factor_qvae")
+    for optimizer in model.optimizers_list():
+        schedule = optimizer._learning_rate           # the schedule object itself
+        assert float(schedule(0)) == pytest.approx(1e-3)
+        assert float(schedule(25000)) == pytest.approx((1e-3 + 1.25e-6) / 2, rel=1e-3)
+        assert float(schedule(50000)) == pytest.approx(1.25e-6, rel=1e-3)
+        assert float(schedule(90000)) == pytest.approx(1.25e-6, rel=1e-3)
+    assert model.tau_schedule == "exponential"
+    assert float(temperature(50000, model.total_steps, schedule=model.tau_schedule)) == \
+        pytest.approx(np.exp(-0.5))
