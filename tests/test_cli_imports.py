@@ -8,7 +8,8 @@ from absl import flags
 
 COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
-            "benchmark.report", "benchmark.cliff_sanity", "perturbations.generate",
+            "benchmark.report", "benchmark.cliff_sanity", "benchmark.curves",
+            "perturbations.generate",
             "perturbations.noise"]
 
 
