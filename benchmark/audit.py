@@ -22,7 +22,9 @@ on the local structure that the manipulation removes?
      Welch) and significantly larger than the drop on noisy data (stats.drop_difference),
      so it is not mere noise sensitivity;
    - ROBUST: original and modified MIG equivalent within ±margin (TOST at alpha), the
-     margin being margin_fraction (default 0.5) of the reference beta-VAE's drop;
+     margin being margin_fraction (default 0.5) of the reference beta-VAE's drop (a drop
+     that is significant, but no larger than on noisy data and within the margin, is
+     ROBUST too: it is smaller than the effect the audit looks for);
    - INCONCLUSIVE otherwise, with the seeds per arm (stats.seeds_needed, power 0.8 at the
      observed spread) that would decide the failing step.
    Both DEPENDS and ROBUST require each of their tests at alpha (intersection-union

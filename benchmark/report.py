@@ -41,7 +41,7 @@ from absl import app, flags
 from benchmark import hypotheses as hypotheses_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
-from benchmark.stats import drop_test  # noqa: F401  (the report's drop record, re-exported)
+from benchmark.stats import drop_test
 
 FLAGS = flags.FLAGS
 
