@@ -91,7 +91,11 @@ def test_robust_is_equivalence_within_the_margin():
     assert result["margin"] == pytest.approx(margin)
     assert result["tests"]["equivalence"]["p"] == pytest.approx(max(
         _one_sided(np.add(HIGH, margin), same), _one_sided(same, np.subtract(HIGH, margin))))
-    # a margin of a tenth of the reference drop is too tight for these seeds
+    # a significant drop, no larger than on noise and well within the margin: ROBUST too
+    smaller = list(np.subtract(HIGH, 0.03))
+    result = audit.verdict(_arms(HIGH, smaller, smaller), BETA_VAE, AE)
+    assert result["tests"]["drop"]["p_drop"] < 0.05 and result["label"] == "ROBUST"
+    # a margin of a twentieth of the reference drop is too tight for these seeds
     result = audit.verdict(_arms(HIGH, same, same), BETA_VAE, AE, margin_fraction=0.05)
     assert result["label"] == "INCONCLUSIVE"
     # not significant, but too spread to rule out a drop of the margin's size
