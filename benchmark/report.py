@@ -6,13 +6,22 @@ directory without one is unfinished and never reported) into DIR (default
     report.md                 tables in the layout of paper 002 Table 1, drops, figures
     metrics.csv, metrics.tex  mean +- std over seeds per model x dataset x variant x setting
     drops.csv, drops.tex      original -> each other variant, per model and metric: the drop
-                              of the mean, Welch's t-test p-value, a bootstrap 95 % CI of the
-                              drop, and the seeds on each side
+                              of the mean, Welch's t-test p-value (two-sided, BH-adjusted per
+                              metric, and one-sided for a drop), a 95 % CI of the drop (Welch
+                              t interval; percentile bootstrap only from 20 runs a side, see
+                              benchmark/stats.py), and the seeds on each side
+    overpruning.csv           runs, over-pruned runs and rate per model x dataset x variant,
+                              Fisher's exact p against the same model's original data
+    hypotheses.csv            the study's pre-registered hypotheses and their outcomes
+                              (when its study.json declares any; benchmark/hypotheses.py)
     figures/                  drop bar charts, line-search curves (paper 002 Fig. 5),
                               metric-vs-eps robustness curves, traversals of the best and
                               worst run by MIG, variant sample grids (written by the study)
-Runs flagged over-pruned (fewer active dims than factors, paper 002 sec. 5.3) are excluded
-from every table and counted. The report reads result files only; it imports no model.
+report.md opens with the pre-registered hypotheses (test, alpha, margin, outcome), then
+the MIG headline, the power of its drops (seeds per arm needed at the observed spread) and
+the over-pruning table. Runs flagged over-pruned (fewer active dims than factors, paper 002
+sec. 5.3) are excluded from every other table and counted. The report reads result files
+only; it imports no model.
 """
 
 from __future__ import annotations
@@ -28,9 +37,11 @@ from collections import defaultdict
 
 import numpy as np
 from absl import app, flags
-from scipy import stats
 
+from benchmark import hypotheses as hypotheses_lib
+from benchmark import stats
 from benchmark.atomic import atomic_path
+from benchmark.stats import drop_test
 
 FLAGS = flags.FLAGS
 
@@ -48,7 +59,8 @@ METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
            ("InfoM", "infomec", "infom"), ("InfoE", "infomec", "infoe"),
            ("InfoC", "infomec", "infoc"), ("PSNR", "health", "psnr"),
            ("Recon.", "health", "reconstruction_loss")]
-BOOTSTRAP_RESAMPLES = 10000
+#: power the report's planning numbers aim for (one-sided Welch at stats.ALPHA)
+TARGET_POWER = 0.8
 
 
 class ReportError(ValueError):
@@ -62,10 +74,7 @@ def load_runs(results_dir) -> list[dict]:
     results_dir = pathlib.Path(results_dir)
     if not results_dir.is_dir():
         raise ReportError(f"--results: expected a directory, found {results_dir}")
-    line_search = {}
-    if (results_dir / "study.json").is_file():
-        line_search = json.loads((results_dir / "study.json").read_text())["settings"].get(
-            "line_search", {})
+    line_search = read_study(results_dir).get("settings", {}).get("line_search", {})
     records = []
     for path in sorted(results_dir.rglob("results.json")):
         try:
@@ -92,6 +101,18 @@ def load_runs(results_dir) -> list[dict]:
                         "overpruned": bool(metrics.get("health", {}).get("overpruned", False)),
                         "values": values, "run_dir": str(path.parent)})
     return deduplicate(records)
+
+
+def read_study(results_dir) -> dict:
+    """The study.json of a study directory ({} when there is none)."""
+    path = pathlib.Path(results_dir) / "study.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ReportError(f"{path}: expected the study's JSON, found unreadable content "
+                          f"({error})") from None
 
 
 def deduplicate(records: list[dict]) -> list[dict]:
@@ -175,28 +196,6 @@ def summary_rows(groups: dict, excluded: dict) -> list[dict]:
     return rows
 
 
-def drop_test(original, other, seed: int = 0) -> dict:
-    """Drop = mean(original) - mean(other), Welch's t-test p-value and a percentile
-    bootstrap 95 % CI of the drop; p and CI are None with fewer than 2 runs a side."""
-    original, other = np.asarray(original, float), np.asarray(other, float)
-    out = {"drop": float(original.mean() - other.mean()), "n_original": len(original),
-           "n_other": len(other), "p_welch": None, "ci_low": None, "ci_high": None}
-    if len(original) < 2 or len(other) < 2:
-        return out
-    if np.ptp(original) == 0 and np.ptp(other) == 0:
-        out["p_welch"] = 1.0 if out["drop"] == 0 else 0.0
-    else:
-        out["p_welch"] = float(stats.ttest_ind(original, other, equal_var=False).pvalue)
-    boot = stats.bootstrap((original, other),
-                           lambda a, b, axis: a.mean(axis=axis) - b.mean(axis=axis),
-                           n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=0.95,
-                           method="percentile", vectorized=True,
-                           random_state=np.random.default_rng(seed))
-    out["ci_low"] = float(boot.confidence_interval.low)
-    out["ci_high"] = float(boot.confidence_interval.high)
-    return out
-
-
 def drop_rows(groups: dict) -> list[dict]:
     """Original -> every other variant of the same model, dataset and setting."""
     rows = []
@@ -220,13 +219,9 @@ def _adjust_per_metric(rows: list[dict]) -> None:
     """Adds 'p_bh': Benjamini-Hochberg adjusted p over every tested drop of the same metric
     (all models, datasets, variants, settings), since a report tests many drops at once."""
     for column, _, _ in METRICS:
-        tested = [r for r in rows if r["metric"] == column and r["p_welch"] is not None]
-        adjusted = (stats.false_discovery_control([r["p_welch"] for r in tested])
-                    if tested else [])
-        for r, p in zip(tested, adjusted):
-            r["p_bh"] = float(p)
-    for r in rows:
-        r.setdefault("p_bh", None)
+        family = [r for r in rows if r["metric"] == column]
+        for r, p in zip(family, stats.adjust([r["p_welch"] for r in family], "bh")):
+            r["p_bh"] = p
 
 
 def _fmt(value, digits: int = 2) -> str:
@@ -237,11 +232,15 @@ def _p(value) -> str:
     return "n/a" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
 
 
+def _variant_rank(variant: str) -> tuple:
+    """Sort key: original, modified, noisy, then strengths ('modified@0.3') by name."""
+    return {"original": 0, "modified": 1, "noisy": 2}.get(variant, 3), variant
+
+
 def table1(rows: list[dict], column: str) -> str:
     """Markdown: models x (dataset, variant), cells mean +- std (seeds), paper 002 Table 1."""
     cells = [(r["dataset"], r["variant"]) for r in rows]
-    order = {"original": 0, "modified": 1, "noisy": 2}
-    columns = sorted(set(cells), key=lambda c: (c[0], order.get(c[1], 3), c[1]))
+    columns = sorted(set(cells), key=lambda c: (c[0], *_variant_rank(c[1])))
     lines = ["| model | " + " | ".join(f"{d} {v}" for d, v in columns) + " |",
              "|---|" + "---|" * len(columns)]
     for model, setting in sorted({(r["model"], r["setting"]) for r in rows}):
@@ -300,7 +299,7 @@ def _save(fig, path: pathlib.Path) -> None:
 
 
 def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
-    """Bar chart of the drop of `column` per model and variant, with bootstrap CIs."""
+    """Bar chart of the drop of `column` per model and variant, with 95 % CIs."""
     rows = [d for d in drops if d["metric"] == column and "@" not in d["variant"]]
     if not rows:
         return False
@@ -327,7 +326,7 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))],
                   [f"{m}\n{d}" + (f"\n{s}" if s else "") for d, m, s in labels], fontsize=8)
-    ax.set_ylabel(f"drop of {column} (mean, 95% bootstrap CI)")
+    ax.set_ylabel(f"drop of {column} (mean, 95% CI)")
     ax.legend(fontsize=8)
     _save(fig, path)
     return True
@@ -431,6 +430,138 @@ def headline(rows: list[dict], drops: list[dict], column: str = "MIG") -> list[s
     return lines + [""]
 
 
+def overpruning_rows(groups: dict, excluded: dict) -> list[dict]:
+    """Over-pruning as an outcome, per (model, dataset, variant, setting): 'runs' (kept +
+    over-pruned), 'overpruned', 'rate' in [0, 1], and 'p_fisher': Fisher's exact p of
+    equal rates in this arm and the same model's original arm (None for original arms
+    and where that arm has no runs)."""
+    keys = sorted(set(groups) | set(excluded),
+                  key=lambda k: (k[0], k[1], k[3], *_variant_rank(k[2])))
+    counts = {k: (excluded.get(k, 0), len(groups.get(k, [])) + excluded.get(k, 0))
+              for k in keys}
+    rows = []
+    for key in keys:
+        pruned, runs = counts[key]
+        base = (key[0], key[1], "original", key[3])
+        p = None
+        if key[2] != "original" and base in counts:
+            p = stats.overpruning_test(*counts[base], pruned, runs)
+        rows.append({"model": key[0], "dataset": key[1], "variant": key[2],
+                     "setting": key[3], "runs": runs, "overpruned": pruned,
+                     "rate": pruned / runs, "p_fisher": p})
+    return rows
+
+
+def overpruning_lines(rows: list[dict]) -> list[str]:
+    """Markdown section of `overpruning_rows` (one sentence when no run is over-pruned)."""
+    if not any(r["overpruned"] for r in rows):
+        return ["## Over-pruning", "", "No run is over-pruned (fewer active dims than "
+                "factors, paper 002 sec. 5.3).", ""]
+    lines = ["## Over-pruning", "",
+             "Runs with fewer active dims (E[σ²] < 0.8) than factors are over-pruned (paper "
+             "002 sec. 5.3) and excluded from the other tables; the rate is an outcome of its "
+             "own: p from Fisher's exact test against the same model's original data.", "",
+             "| model | dataset | variant | setting | runs | over-pruned | rate | p (Fisher, "
+             "vs original) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['setting']} | "
+                     f"{r['runs']} | {r['overpruned']} | {r['rate']:.0%} | "
+                     f"{_p(r['p_fisher'])} |")
+    return lines + [""]
+
+
+def power_rows(drops: list[dict], column: str = "MIG", alpha: float = stats.ALPHA,
+               target: float = TARGET_POWER) -> list[dict]:
+    """For each headline drop of `column` (original → modified / noisy, no line-search
+    setting, ≥ 2 runs a side): the power the present seeds have for a true drop equal to
+    the observed one at the observed spreads ('power_now', one-sided Welch at alpha), and
+    the seeds per arm that would reach `target` ('seeds_needed'; None when the observed
+    drop is ≤ 0 or needs over 10000)."""
+    rows = []
+    for d in drops:
+        if (d["metric"] != column or d["setting"] or d["variant"] not in ("modified", "noisy")
+                or d["p_welch"] is None):
+            continue
+        sd, sd_other = d["sd_original"], d["sd_other"]
+        rows.append({**{k: d[k] for k in ("model", "dataset", "variant", "drop",
+                                          "n_original", "n_other")},
+                     "sd_original": sd, "sd_other": sd_other,
+                     "power_now": (stats.power(d["drop"], sd, d["n_original"], alpha, sd_other,
+                                               d["n_other"]) if d["drop"] > 0 else None),
+                     "seeds_needed": stats.seeds_needed(d["drop"], sd, alpha, target,
+                                                        sd_other)})
+    return rows
+
+
+def power_lines(rows: list[dict], column: str = "MIG") -> list[str]:
+    """Markdown section of `power_rows` (empty without rows)."""
+    if not rows:
+        return []
+    lines = [f"## Power of the {column} drops", "",
+             f"Seeds per arm a one-sided Welch test (α = {stats.ALPHA}) needs to detect each "
+             f"drop with power {TARGET_POWER}, were the true drop and spreads the observed "
+             "ones (planning numbers for a next study; `python -m benchmark.power`), and the "
+             "power the present seeds have for such a drop. — : no drop observed.", "",
+             "| model | dataset | variant | drop | sd original / variant | seeds | power now | "
+             f"seeds per arm for power {TARGET_POWER} |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        needed = "—" if r["seeds_needed"] is None else r["seeds_needed"]
+        now = "—" if r["power_now"] is None else f"{r['power_now']:.2f}"
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['drop']:+.3f} | "
+                     f"{r['sd_original']:.3f} / {r['sd_other']:.3f} | "
+                     f"{r['n_original']} / {r['n_other']} | {now} | {needed} |")
+    return lines + [""]
+
+
+def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
+    """The study's pre-registered hypotheses (study.json settings.hypotheses) tested on the
+    kept runs of `groups` (benchmark/hypotheses.py); [] when it declares none."""
+    declared = study.get("settings", {}).get("hypotheses") or []
+    if not declared:
+        return []
+    try:
+        declared = hypotheses_lib.normalise(declared)
+    except ValueError as error:
+        raise ReportError(f"study.json: {error}") from None
+
+    def values(model, dataset, variant, setting, metric):
+        return [r["values"][metric] for r in groups.get((model, dataset, variant, setting), [])
+                if metric in r["values"]]
+    return hypotheses_lib.evaluate(declared, values)
+
+
+def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
+    """Markdown section of `hypothesis_rows`, first in the report (empty without rows).
+    Says so when study.json's earlier settings held other hypotheses (amended after the
+    study started)."""
+    if not rows:
+        return []
+    current = study["settings"]["hypotheses"]
+    amended = any(old.get("hypotheses") != current
+                  for old in study.get("previous_settings", []))
+    lines = ["## Pre-registered hypotheses", "",
+             "Declared in the study's configuration (`study.hypotheses`) and recorded in its "
+             "study.json before its runs trained; tested on the kept (not over-pruned) runs. "
+             "Estimate: the drop (original − variant), or the difference of drops "
+             "(variant − versus), with its 95 % Welch t interval (equivalence: the "
+             "(1 − 2α) interval, which must lie inside ±margin); p (Holm): adjusted within "
+             "each family; supported when it is below α.", ""]
+    if amended:
+        lines += ["**Amended:** study.json's earlier settings (`previous_settings`) hold other "
+                  "hypotheses than these, so they were changed after the study started; "
+                  "read them as post hoc.", ""]
+    lines += ["| id | hypothesis | test | family | α | margin | estimate [CI] | seeds | p | "
+              "p (Holm) | outcome |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        estimate = "—" if r["estimate"] is None else (
+            f"{r['estimate']:+.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+        margin = "—" if r["margin"] is None else f"±{r['margin']:.3f}"
+        lines.append(f"| {r['id']} | {r['claim']} | {r['test_name']} | {r['family']} | "
+                     f"{r['alpha']:g} | {margin} | {estimate} | {r['n'] or '—'} | "
+                     f"{_p(r['p'])} | {_p(r['p_holm'])} | {r['outcome']} |")
+    return lines + [""]
+
+
 def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
@@ -441,34 +572,44 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     groups, excluded = group(records)
     summary = summary_rows(groups, excluded)
     drops = drop_rows(groups)
+    pruning = overpruning_rows(groups, excluded)
+    study = read_study(results_dir)
+    hypotheses = hypothesis_rows(study, groups)
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     write_csv(out / "metrics.csv", summary)
     write_csv(out / "drops.csv", drops or [{"note": "no original/other pair of groups"}])
+    write_csv(out / "overpruning.csv", pruning)
+    if hypotheses:
+        write_csv(out / "hypotheses.csv", hypotheses)
     metric_columns = [c for c, _, _ in METRICS if any(f"{c} mean" in r for r in summary)]
     write_latex(out / "metrics.tex", summary, ["model", "dataset", "variant", "setting",
                                                "seeds"] + [f"{c} mean" for c in metric_columns])
     write_latex(out / "drops.tex", drops, ["model", "dataset", "variant", "setting", "metric",
                                            "drop", "p_welch", "p_bh", "ci_low", "ci_high",
-                                           "n_original", "n_other"])
+                                           "ci_method", "n_original", "n_other"])
     lines = [f"# Report: {results_dir}", "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
+    lines += hypothesis_lines(hypotheses, study)
     if "MIG" in metric_columns:
-        lines += headline(summary, drops, "MIG")
+        lines += headline(summary, drops, "MIG") + power_lines(power_rows(drops, "MIG"))
+    lines += overpruning_lines(pruning)
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
     lines += ["## Drops (original → variant)", "",
-              "Drop = mean(original) − mean(variant); p from Welch's t-test; p (BH): "
-              "Benjamini-Hochberg adjusted over all drops of the same metric in this report "
-              "(read it when scanning many rows); 95 % CI from a "
-              f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples); n/a with fewer than 2 "
-              "runs on a side.", "",
+              "Drop = mean(original) − mean(variant); p from Welch's t-test (two-sided); "
+              "p (BH): Benjamini-Hochberg adjusted over all drops of the same metric in this "
+              "report (read it when scanning many rows); 95 % CI: Welch–Satterthwaite t "
+              f"interval (a percentile bootstrap only with ≥ {stats.BOOTSTRAP_MIN_N} runs a "
+              "side, marked; below that it under-covers, see benchmark/stats.py); n/a with "
+              "fewer than 2 runs on a side.", "",
               "| model | dataset | variant | setting | metric | drop | p (Welch) | p (BH) | "
               "95 % CI | seeds |", "|---|---|---|---|---|---|---|---|---|---|"]
     for d in drops:
-        ci = ("n/a" if d["ci_low"] is None else f"[{d['ci_low']:.3f}, {d['ci_high']:.3f}]")
+        ci = ("n/a" if d["ci_low"] is None else f"[{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
+              + (" (bootstrap)" if d["ci_method"] == "bootstrap" else ""))
         lines.append(f"| {d['model']} | {d['dataset']} | {d['variant']} | {d['setting']} | "
                      f"{d['metric']} | {d['drop']:.3f} | {_p(d['p_welch'])} | "
                      f"{_p(d['p_bh'])} | {ci} | "

@@ -35,6 +35,7 @@ from absl import app, flags, logging
 
 from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
+from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import atomic_path
 from benchmark.lock import DirectoryLocked, directory_lock
 
@@ -72,7 +73,7 @@ class RunSpec:
 def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
-                   source: str = "auto") -> dict:
+                   source: str = "auto", hypotheses=()) -> dict:
     """The grid.
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
@@ -84,6 +85,10 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     line_search: {model name: [gin parameter, [values...]]} (paper 002 Fig. 5); models
       without one train at their config's value.
     bindings: applied to every run (e.g. 'run.steps = 5000').
+    hypotheses: pre-registered hypotheses, [{'id': 'H1', 'test': 'drop', 'model': ...}, ...]
+      (benchmark/hypotheses.py); validated here and written into study.json before any
+      run trains, tested and shown first by the report. Absent from the settings when
+      empty, so studies without them keep their settings unchanged.
     """
     models = dict(models)
     if not models:
@@ -104,9 +109,15 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     if unknown:
         raise ValueError(f"study.line_search names models {unknown} that are not in "
                          f"study.models ({sorted(models)})")
-    return dict(name=name, output_dir=str(output_dir), models=models, datasets=list(datasets),
-                variants=list(variants), artefacts=artefacts, seeds=[int(s) for s in seeds],
-                line_search=line_search, bindings=list(bindings), source=source)
+    settings = dict(name=name, output_dir=str(output_dir), models=models,
+                    datasets=list(datasets), variants=list(variants), artefacts=artefacts,
+                    seeds=[int(s) for s in seeds], line_search=line_search,
+                    bindings=list(bindings), source=source)
+    registered = hypotheses_lib.normalise(hypotheses)
+    hypotheses_lib.check_grid(registered, models, datasets, variants)
+    if registered:
+        settings["hypotheses"] = registered
+    return settings
 
 
 def expand(settings: dict) -> list[RunSpec]:

@@ -1,3 +1,4 @@
+import csv
 import json
 
 import numpy as np
@@ -50,7 +51,9 @@ def test_means_drops_and_p_values_match_scipy(study):
     assert mig["drop"] == pytest.approx(np.mean(ORIGINAL) - np.mean(MODIFIED))
     assert mig["p_welch"] == pytest.approx(
         stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False).pvalue)
-    assert mig["ci_low"] < mig["drop"] < mig["ci_high"]
+    low, high = stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False).confidence_interval()
+    assert (mig["ci_low"], mig["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert mig["ci_method"] == "welch-t"                # t interval, no bootstrap at n = 3
     assert mig["n_original"] == 4 and mig["n_other"] == 3
     single = drops[("modified@0.3", "MIG")]           # one run: no test, never a made-up p
     assert single["p_welch"] is None and single["ci_low"] is None
@@ -123,3 +126,52 @@ def test_drop_p_values_are_also_adjusted_per_metric(tmp_path):
     assert [d["p_welch"] for d in drops] == pytest.approx(raw)
     assert [d["p_bh"] for d in drops] == pytest.approx(stats.false_discovery_control(raw))
     assert all(d["p_bh"] >= d["p_welch"] for d in drops)
+
+
+def test_overpruning_is_an_outcome_per_arm(study):
+    groups, excluded = report.group(report.load_runs(study))
+    rows = {r["variant"]: r for r in report.overpruning_rows(groups, excluded)}
+    assert list(rows) == ["original", "modified", "modified@0.3"]
+    assert (rows["modified"]["runs"], rows["modified"]["overpruned"]) == (4, 1)
+    assert rows["modified"]["rate"] == 0.25 and rows["original"]["p_fisher"] is None
+    assert rows["modified"]["p_fisher"] == pytest.approx(
+        stats.fisher_exact([[0, 4], [1, 3]]).pvalue)
+    text = "\n".join(report.overpruning_lines(list(rows.values())))
+    assert "| beta_vae | dsprites | modified |  | 4 | 1 | 25% | 1.000 |" in text
+    assert "No run is over-pruned" in "\n".join(report.overpruning_lines(
+        [{**r, "overpruned": 0} for r in rows.values()]))
+
+
+def test_power_statement_of_the_headline_drops(study):
+    from benchmark import stats as ours
+    drops = report.drop_rows(report.group(report.load_runs(study))[0])
+    (row,) = report.power_rows(drops)                  # modified@0.3 has one run: no test
+    sd_o, sd_m = np.std(ORIGINAL, ddof=1), np.std(MODIFIED, ddof=1)
+    drop = np.mean(ORIGINAL) - np.mean(MODIFIED)
+    assert row["seeds_needed"] == ours.seeds_needed(drop, sd_o, 0.05, 0.8, sd_m)
+    assert row["power_now"] == pytest.approx(ours.power(drop, sd_o, 4, 0.05, sd_m, 3))
+    assert row["seeds_needed"] == 2 and row["power_now"] > 0.9     # a large, clear drop
+
+
+def test_preregistered_hypotheses_come_first(study, tmp_path):
+    declared = [{"id": "H1", "test": "drop", "model": "beta_vae", "dataset": "dsprites"},
+                {"id": "H2", "test": "equivalence", "model": "beta_vae",
+                 "dataset": "dsprites", "margin": 0.05}]
+    settings = {"hypotheses": declared}
+    (study / "study.json").write_text(json.dumps({"settings": settings}))
+    text = report.write_report(study, tmp_path / "out").read_text()
+    assert text.index("## Pre-registered hypotheses") < text.index("## MIG: original")
+    p = stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False, alternative="greater").pvalue
+    assert "| H1 | beta_vae MIG on dsprites drops on modified data |" in text
+    assert "| H2 |" in text and "±0.050" in text and "not supported |" in text
+    assert "Amended" not in text
+    rows = list(csv.DictReader((tmp_path / "out" / "hypotheses.csv").open()))
+    assert float(rows[0]["p"]) == pytest.approx(p) and rows[0]["outcome"] == "supported"
+    assert (tmp_path / "out" / "overpruning.csv").stat().st_size > 0
+    (study / "study.json").write_text(json.dumps({"settings": settings,
+                                                  "previous_settings": [{}]}))
+    text = report.write_report(study, tmp_path / "out2").read_text()
+    assert "**Amended:**" in text                       # declared after the study started
+    (study / "study.json").write_text(json.dumps({"settings": {"hypotheses": [{"id": "H"}]}}))
+    with pytest.raises(report.ReportError, match="study.json.*'test' is required"):
+        report.write_report(study, tmp_path / "out3")

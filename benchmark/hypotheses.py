@@ -1,0 +1,189 @@
+"""Pre-registered hypotheses of a study: declared in its gin file, tested by the report.
+
+A study declares them before it runs (gin, read by benchmark/study.py):
+
+    study.hypotheses = [
+        {'id': 'H1', 'test': 'drop', 'model': 'beta_vae', 'dataset': 'dsprites',
+         'variant': 'modified', 'family': 'primary'},
+        {'id': 'H2', 'test': 'equivalence', 'model': 'pcl', 'dataset': 'dsprites',
+         'variant': 'modified', 'margin_of': 'beta_vae', 'margin_fraction': 0.5,
+         'family': 'primary'},
+        {'id': 'H3', 'test': 'drop_difference', 'model': 'beta_vae', 'dataset': 'dsprites',
+         'variant': 'modified', 'versus': 'noisy', 'family': 'secondary'},
+    ]
+
+study.py validates them (`normalise`) and writes them into study.json's settings before
+any run trains; the report (benchmark/report.py) tests them on the finished runs and shows
+them first, each with its test, α, margin and outcome, and says when study.json records
+earlier settings with other hypotheses (amended after the study started).
+
+Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' values):
+    id        unique name, e.g. 'H1' (required)
+    test      'drop': H1 mean(original) − mean(variant) > 0, one-sided Welch;
+              'equivalence': H1 |mean(original) − mean(variant)| < margin, TOST;
+              'drop_difference': H1 drop(variant) > drop(versus), one-sided Welch of
+              versus against variant (the original mean cancels, see stats.drop_difference)
+    model, dataset (required); variant (default 'modified'); versus (default 'noisy');
+    setting   line-search setting label, e.g. 'beta=8' (default '': none)
+    metric    report column, e.g. 'MIG' (default), 'DCI-D'
+    alpha     level (default 0.05; equal within a family)
+    family    hypotheses of one family are Holm-adjusted together (default 'primary')
+    margin    equivalence margin in the metric's units, or instead
+    margin_of a model whose observed drop (same dataset, variant, metric) times
+              margin_fraction (default 0.5) is the margin
+    claim     the sentence shown (default: written from the fields)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from benchmark import stats
+
+#: each test in words (no '|': the report prints them in a markdown table)
+TESTS = {
+    "drop": "one-sided Welch; alternative: mean(original) − mean({variant}) > 0",
+    "equivalence": "TOST (two one-sided Welch); alternative: abs(mean(original) − "
+                   "mean({variant})) < margin",
+    "drop_difference": "one-sided Welch of {versus} against {variant}; alternative: "
+                       "drop({variant}) > drop({versus})",
+}
+FIELDS = {"id", "test", "model", "dataset", "variant", "versus", "setting", "metric", "alpha",
+          "family", "margin", "margin_of", "margin_fraction", "claim"}
+
+
+def normalise(hypotheses) -> list[dict]:
+    """Checked plain dicts with the defaults filled in (the form study.json keeps);
+    ValueError naming the hypothesis and the field on anything malformed."""
+    out, alphas = [], {}
+    for i, h in enumerate(hypotheses or ()):
+        h = dict(h)
+        where = f"study.hypotheses[{i}] ({h.get('id', 'no id')})"
+        unknown = set(h) - FIELDS
+        if unknown:
+            raise ValueError(f"{where}: unknown fields {sorted(unknown)}; expected some of "
+                             f"{sorted(FIELDS)}")
+        for key in ("id", "test", "model", "dataset"):
+            if not h.get(key):
+                raise ValueError(f"{where}: '{key}' is required")
+        if h["test"] not in TESTS:
+            raise ValueError(f"{where}: test must be one of {sorted(TESTS)}, found "
+                             f"{h['test']!r}")
+        h = {"variant": "modified", "versus": "noisy", "setting": "", "metric": "MIG",
+             "alpha": stats.ALPHA, "family": "primary", **h}
+        h["alpha"] = float(h["alpha"])
+        if not 0 < h["alpha"] < 1:
+            raise ValueError(f"{where}: alpha must be in (0, 1), found {h['alpha']}")
+        if alphas.setdefault(h["family"], h["alpha"]) != h["alpha"]:
+            raise ValueError(f"{where}: family {h['family']!r} mixes alpha "
+                             f"{alphas[h['family']]} and {h['alpha']}; use one per family")
+        if h["test"] == "equivalence":
+            if ("margin" in h) == ("margin_of" in h):
+                raise ValueError(f"{where}: an equivalence test needs exactly one of "
+                                 "'margin' (a number) or 'margin_of' (a model)")
+            if "margin" in h and not float(h["margin"]) > 0:
+                raise ValueError(f"{where}: margin must be > 0, found {h['margin']}")
+            if "margin_of" in h:
+                h["margin_fraction"] = float(h.get("margin_fraction", 0.5))
+        h.setdefault("claim", _claim(h))
+        out.append(h)
+    ids = [h["id"] for h in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"study.hypotheses: ids must be unique, found {ids}")
+    return out
+
+
+def check_grid(hypotheses: list[dict], models, datasets, variants) -> None:
+    """ValueError when a (normalised) hypothesis names a model, dataset or variant that the
+    study's grid does not train, so a typo fails before the study starts, not in the
+    report. Variants are compared without their strength ('modified@0.1' is 'modified')."""
+    grid = {"model": set(models), "dataset": set(datasets),
+            "variant": {v.split("@")[0] for v in variants}}
+    for h in hypotheses:
+        compared = ([h["variant"], h["versus"]] if h["test"] == "drop_difference"
+                    else ["original", h["variant"]])
+        needs = {"model": [h["model"], h.get("margin_of", h["model"])],
+                 "dataset": [h["dataset"]], "variant": [v.split("@")[0] for v in compared]}
+        for field, wanted in needs.items():
+            missing = [w for w in dict.fromkeys(wanted) if w not in grid[field]]
+            if missing:
+                raise ValueError(f"study.hypotheses {h['id']}: {field} {missing} is not in "
+                                 f"the study's grid ({sorted(grid[field])})")
+
+
+def _claim(h: dict) -> str:
+    subject = f"{h['model']} {h['metric']} on {h['dataset']}"
+    if h["setting"]:
+        subject += f" ({h['setting']})"
+    if h["test"] == "drop":
+        return f"{subject} drops on {h['variant']} data"
+    if h["test"] == "equivalence":
+        return f"{subject} is unchanged on {h['variant']} data (within the margin)"
+    return f"{subject} drops more on {h['variant']} than on {h['versus']} data"
+
+
+def evaluate(hypotheses: list[dict], values) -> list[dict]:
+    """One row per hypothesis (normalised), in order: the hypothesis' fields plus
+    'test_name' (the test in words), 'margin' (None unless equivalence), 'estimate' (the
+    drop, the difference of means, or the difference of drops), 'ci_low', 'ci_high'
+    (95 % Welch t interval; the (1 − 2α) interval for equivalence), 'n' (seeds of each
+    group, e.g. '5 / 6'), 'p', 'p_holm' (Holm over the family's tested hypotheses) and
+    'outcome' ('supported', 'not supported' or 'not testable: <why>').
+    values(model, dataset, variant, setting, metric) -> list of kept runs' scores."""
+    rows = []
+    for h in hypotheses:
+        row = {**h, "test_name": TESTS[h["test"]].format(**h), "margin": None,
+               "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}
+        try:
+            row.update(_test(h, values))
+        except _Untestable as why:
+            row["outcome"] = f"not testable: {why}"
+        rows.append(row)
+    families = defaultdict(list)
+    for row in rows:
+        families[row["family"]].append(row)
+    for family in families.values():
+        for row, p in zip(family, stats.adjust([r["p"] for r in family], "holm")):
+            row["p_holm"] = p
+            if p is not None:
+                row["outcome"] = "supported" if p < row["alpha"] else "not supported"
+    return rows
+
+
+class _Untestable(Exception):
+    """Too few runs, or no margin: the hypothesis cannot be tested on these results."""
+
+
+def _group(values, h: dict, model: str, variant: str) -> list:
+    found = values(model, h["dataset"], variant, h["setting"], h["metric"])
+    if len(found) < 2:
+        raise _Untestable(f"{len(found)} kept {model} run(s) on {variant} data (needs 2)")
+    return found
+
+
+def _test(h: dict, values) -> dict:
+    variant = _group(values, h, h["model"], h["variant"])
+    if h["test"] == "drop_difference":
+        versus = _group(values, h, h["model"], h["versus"])
+        result = stats.drop_difference(variant, versus)
+        low, high = stats.welch_ci(versus, variant)
+        return {"estimate": result["diff"], "ci_low": low, "ci_high": high,
+                "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
+    original = _group(values, h, h["model"], "original")
+    if h["test"] == "drop":
+        drop = stats.drop_test(original, variant)
+        return {"estimate": drop["drop"], "ci_low": drop["ci_low"], "ci_high": drop["ci_high"],
+                "n": f"{len(original)} / {len(variant)}", "p": drop["p_drop"]}
+    if h["test"] == "equivalence":
+        margin = h.get("margin")
+        if margin is None:
+            reference = stats.drop_test(_group(values, h, h["margin_of"], "original"),
+                                        _group(values, h, h["margin_of"], h["variant"]))
+            if not reference["drop"] > 0:
+                raise _Untestable(f"{h['margin_of']}'s drop {reference['drop']:.3f} is not "
+                                  "positive, so it sets no margin")
+            margin = h["margin_fraction"] * reference["drop"]
+        result = stats.tost(original, variant, float(margin), h["alpha"])
+        return {"margin": result["margin"], "estimate": result["diff"],
+                "ci_low": result["ci_low"], "ci_high": result["ci_high"],
+                "n": f"{len(original)} / {len(variant)}", "p": result["p"]}

@@ -1,0 +1,116 @@
+"""Pre-registered hypotheses: validation, the tests they name, and the study/gin route."""
+
+import gin
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from benchmark import hypotheses, stats, study
+
+DATA = {("beta_vae", "original"): [0.30, 0.32, 0.28, 0.31],
+        ("beta_vae", "modified"): [0.10, 0.12, 0.08, 0.11],
+        ("beta_vae", "noisy"): [0.25, 0.27, 0.26, 0.24],
+        ("pcl", "original"): [0.20, 0.21, 0.19, 0.20],
+        ("pcl", "modified"): [0.20, 0.20, 0.21, 0.19],
+        ("ae", "original"): [0.05]}
+DECLARED = [
+    {"id": "H1", "test": "drop", "model": "beta_vae", "dataset": "dsprites"},
+    {"id": "H2", "test": "equivalence", "model": "pcl", "dataset": "dsprites",
+     "margin_of": "beta_vae"},
+    {"id": "H3", "test": "drop_difference", "model": "beta_vae", "dataset": "dsprites",
+     "family": "secondary"},
+]
+
+
+def _values(model, dataset, variant, setting, metric):
+    assert (dataset, setting, metric) == ("dsprites", "", "MIG")
+    return DATA.get((model, variant), [])
+
+
+def test_normalise_fills_defaults_and_rejects_malformed_hypotheses():
+    h1, h2, h3 = hypotheses.normalise(DECLARED)
+    assert (h1["variant"], h1["metric"], h1["alpha"], h1["family"]) == (
+        "modified", "MIG", 0.05, "primary")
+    assert h2["margin_fraction"] == 0.5 and h3["versus"] == "noisy"
+    assert h1["claim"] == "beta_vae MIG on dsprites drops on modified data"
+    assert hypotheses.normalise(None) == []
+    bad = [({"test": "drop", "model": "m", "dataset": "d"}, "'id' is required"),
+           ({"id": "H", "test": "bigger", "model": "m", "dataset": "d"}, "test must be"),
+           ({"id": "H", "test": "drop", "model": "m", "dataset": "d", "colour": 1},
+            "unknown fields"),
+           ({"id": "H", "test": "equivalence", "model": "m", "dataset": "d"}, "exactly one"),
+           ({"id": "H", "test": "equivalence", "model": "m", "dataset": "d", "margin": 0},
+            "margin must be > 0"),
+           ({"id": "H", "test": "drop", "model": "m", "dataset": "d", "alpha": 2}, "alpha")]
+    for h, message in bad:
+        with pytest.raises(ValueError, match=message):
+            hypotheses.normalise([h])
+    with pytest.raises(ValueError, match="unique"):
+        hypotheses.normalise([DECLARED[0], DECLARED[0]])
+    with pytest.raises(ValueError, match="mixes alpha"):
+        hypotheses.normalise([DECLARED[0], {**DECLARED[1], "alpha": 0.01}])
+
+
+def test_evaluate_known_answers_against_scipy():
+    rows = {r["id"]: r for r in hypotheses.evaluate(hypotheses.normalise(DECLARED), _values)}
+    bo, bm, bn = (DATA[("beta_vae", v)] for v in ("original", "modified", "noisy"))
+    p1 = sp.ttest_ind(bo, bm, equal_var=False, alternative="greater").pvalue
+    assert rows["H1"]["p"] == pytest.approx(p1)
+    assert rows["H1"]["estimate"] == pytest.approx(np.mean(bo) - np.mean(bm))
+    margin = 0.5 * (np.mean(bo) - np.mean(bm))
+    assert rows["H2"]["margin"] == pytest.approx(margin)
+    po, pm = DATA[("pcl", "original")], DATA[("pcl", "modified")]
+    p2 = max(sp.ttest_ind(np.add(po, margin), pm, equal_var=False, alternative="greater").pvalue,
+             sp.ttest_ind(np.subtract(po, margin), pm, equal_var=False,
+                          alternative="less").pvalue)
+    assert rows["H2"]["p"] == pytest.approx(p2)
+    # H1 and H2 form the primary family: Holm over both; H3 is alone in its family
+    assert [rows["H1"]["p_holm"], rows["H2"]["p_holm"]] == pytest.approx(
+        list(stats.holm([p1, p2])))
+    p3 = sp.ttest_ind(bn, bm, equal_var=False, alternative="greater").pvalue
+    assert rows["H3"]["p"] == pytest.approx(p3) and rows["H3"]["p_holm"] == pytest.approx(p3)
+    assert all(r["outcome"] == "supported" for r in rows.values())
+
+
+def test_evaluate_outcomes_not_supported_and_not_testable():
+    declared = hypotheses.normalise([
+        {"id": "N", "test": "drop", "model": "pcl", "dataset": "dsprites"},
+        {"id": "U", "test": "drop", "model": "ae", "dataset": "dsprites"},
+        {"id": "E", "test": "equivalence", "model": "beta_vae", "dataset": "dsprites",
+         "margin": 0.01}])
+    rows = {r["id"]: r for r in hypotheses.evaluate(declared, _values)}
+    assert rows["N"]["outcome"] == "not supported"
+    assert rows["U"]["outcome"].startswith("not testable: 0 kept ae run(s) on modified")
+    assert rows["U"]["p"] is None and rows["U"]["p_holm"] is None
+    assert rows["E"]["outcome"] == "not supported" and rows["E"]["margin"] == 0.01
+    # Holm over the tested two only
+    assert rows["N"]["p_holm"] == pytest.approx(stats.holm([rows["N"]["p"],
+                                                           rows["E"]["p"]])[0])
+
+
+def test_study_settings_record_hypotheses_from_gin(tmp_path):
+    gin.clear_config()
+    try:
+        gin.parse_config([
+            "study.name = 'h'", f"study.output_dir = '{tmp_path}'",
+            "study.models = {'beta_vae': 'a.gin', 'pcl': 'b.gin'}",
+            "study.variants = ['original', 'modified', 'noisy']",
+            "study.artefacts = {'dsprites': {'modified': 'art'}}",
+            "study.hypotheses = [{'id': 'H1', 'test': 'drop', 'model': 'beta_vae', "
+            "'dataset': 'dsprites'}, {'id': 'H2', 'test': 'equivalence', 'model': 'pcl', "
+            "'dataset': 'dsprites', 'margin': 0.02}]"])
+        settings = study.study_settings()
+    finally:
+        gin.clear_config()
+    assert [h["id"] for h in settings["hypotheses"]] == ["H1", "H2"]
+    assert settings["hypotheses"][1]["margin"] == 0.02
+    plain = study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"})
+    assert "hypotheses" not in plain              # studies without any keep their settings
+    with pytest.raises(ValueError, match=r"H1: model \['vae'\] is not in the study's grid"):
+        study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"},
+                             hypotheses=[{"id": "H1", "test": "drop", "model": "vae",
+                                          "dataset": "dsprites"}])
+    with pytest.raises(ValueError, match=r"variant \['modified'\] is not in"):
+        study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"},
+                             hypotheses=[{"id": "H1", "test": "drop", "model": "ae",
+                                          "dataset": "dsprites"}])
