@@ -9,7 +9,7 @@ from absl import flags
 COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
             "benchmark.report", "benchmark.cliff_sanity", "perturbations.generate",
-            "perturbations.noise"]
+            "perturbations.noise", "perturbations.inspect"]
 
 
 def test_command_modules_import_together_and_define_flags_on_demand():
