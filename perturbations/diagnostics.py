@@ -344,7 +344,10 @@ def summary_lines(diagnostics: dict) -> list[str]:
              f"w-dependent {m['w_dependent_share']:.1%}",
              f"saturated pixels (|m| > {SATURATION:g}): {m['saturated_fraction']:.1%}",
              f"mean |x' - x| {change['modified_mean_abs_change']:.4f} vs noise arm "
-             f"(eps {change['noise_eps']:g}) {change['noise_mean_abs_change']:.4f}"]
+             f"(eps {change['noise_eps']:g}) {change['noise_mean_abs_change']:.4f}"
+             + (f", at eps {diagnostics['eps']:g} "
+                f"{change['noise_at_artefact_eps_mean_abs_change']:.4f}"
+                if "noise_at_artefact_eps_mean_abs_change" in change else "")]
     scalar = diagnostics.get("scalar")
     if scalar:
         q = scalar["quantiles"]
