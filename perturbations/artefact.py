@@ -201,8 +201,23 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None
         variant = NoisyData(data, eps=strength, seed=int(metadata.get("seed", 0)))
         variant.metadata.update(provenance)
         return variant
-    from perturbations.manipulation import manipulation_delta_fn, manipulation_network
+    from perturbations.manipulation import manipulation_delta_fn
 
+    network = load_manipulation_network(data, directory, metadata)
+    return AdditivePerturbation(data, manipulation_delta_fn(network, data.factor_sizes),
+                                strength, variant="modified", metadata=provenance)
+
+
+def load_manipulation_network(data: GroundTruthData, directory, metadata: dict | None = None):
+    """The network m(w) of a manipulation artefact, weights loaded after their SHA-256 is
+    checked: scaled factors float32 (n, k) in [0, 1] -> m float32 (n, *observation_shape)
+    in [-1, 1]. `metadata`: the artefact's validated metadata (read here when None)."""
+    from perturbations.manipulation import manipulation_network
+
+    metadata = read_metadata(directory) if metadata is None else metadata
+    if metadata["kind"] != "manipulation":
+        raise ArtefactError(f"perturbation artefact {directory}: expected kind "
+                            f"'manipulation' (a network m(w)), found {metadata['kind']!r}")
     weights = verify_weights(directory, metadata)
     network = manipulation_network(data.num_factors, tuple(data.observation_shape))
     try:
@@ -211,5 +226,4 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None
         raise ArtefactError(f"{weights}: expected the weights of m(w) for "
                             f"{data.num_factors} factors and images "
                             f"{tuple(data.observation_shape)}, could not load them ({error})")
-    return AdditivePerturbation(data, manipulation_delta_fn(network, data.factor_sizes),
-                                strength, variant="modified", metadata=provenance)
+    return network

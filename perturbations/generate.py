@@ -10,7 +10,12 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
    `data.variant = 'modified'; data.artefact = DIR` loads as a dataset variant, one more
    artefact per strength of `generation.eps_sweep`, and `--export` in the official format;
 4. evidence in the artefact directory: figure.png (original, manipulation, modified; paper
-   002 Fig. 4), evidence.json (pixel statistics, references' MIG on original vs modified).
+   002 Fig. 4, beside the key diagnostics), evidence.json (pixel statistics, references' MIG
+   on original vs modified, and the diagnostics of perturbations/diagnostics.py: how much
+   m varies with w). An artefact below the minimum effect (m nearly the same pattern for
+   every image, or |x' - x| under a grey level) is logged as a warning and recorded as
+   "below_minimum_effect": true. Every eps_sweep artefact gets its own evidence.json and
+   figure.png.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from benchmark import config
 from benchmark.atomic import atomic_path
 from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
-from benchmark.data.preview import save_sheet, tile_rows
+from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
 from benchmark.lock import DirectoryLocked, directory_lock
-from perturbations import artefact, manipulation, references
+from perturbations import artefact, diagnostics, manipulation, references
 
 FLAGS = flags.FLAGS
 
@@ -141,6 +146,26 @@ def pixel_statistics(data, network, eps: float, rng: np.random.Generator, n: int
             "distinct_manipulations_std_across_images": float(delta.std(axis=0).mean())}
 
 
+def publish_diagnostics(directory, data, network, eps: float, seed: int,
+                        found: dict | None = None) -> dict:
+    """Computes the diagnostics of m(w) at eps (perturbations/diagnostics.py; `found`:
+    already computed ones), merges them into DIRECTORY/evidence.json and draws
+    DIRECTORY/figure.png (original | m(w) | modified of `figure_sheet` from seed, beside
+    the key numbers); warns loudly when the artefact is below the minimum effect."""
+    if found is None:
+        found = diagnostics.manipulation_diagnostics(data, network, eps, seed=seed)
+    effect = found["minimum_effect"]
+    if effect["below_minimum"]:
+        logging.warning("ARTEFACT BELOW THE MINIMUM EFFECT: %s (eps %g): %s; recorded as "
+                        "below_minimum_effect in its evidence.json", directory, eps,
+                        "; ".join(effect["reasons"]))
+    diagnostics.write_evidence(directory, found)
+    sheet, labels = figure_sheet(data, network, eps, np.random.default_rng([seed, 7]))
+    diagnostics.save_figure(sheet, labels, f"{data.name} (eps {eps:g}): original | m(w) | "
+                            "modified", found, pathlib.Path(directory) / "figure.png")
+    return found
+
+
 def reference_migs(original, modified, encoders: dict, seed: int, points: int) -> dict:
     """MIG of each reference encoder's mean on original and modified data (same seed)."""
     out = {}
@@ -193,10 +218,6 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
                              "seconds": training["seconds"]}}
     artefact.save_manipulation(out, network, metadata)
     modified = artefact.load_variant(data, out)
-    sheet, labels = figure_sheet(data, network, settings["eps"],
-                                 np.random.default_rng([settings["seed"], 7]))
-    save_sheet(sheet, labels, f"{data.name} (eps {settings['eps']}): original | m(w) | "
-               "modified", out / "figure.png")
     encoders = {f"{side}:{r['run_dir']}": loaded[r["run_dir"]][0]
                 for side, chosen in (("entangled", entangled), ("disentangled", disentangled))
                 for r in chosen}
@@ -206,6 +227,7 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
                                                 settings["evidence_points"])}
     with atomic_path(out / "evidence.json", ".json") as tmp:
         tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    publish_diagnostics(out, data, network, settings["eps"], settings["seed"])
     for eps in settings["eps_sweep"]:
         swept = out.parent / f"{out.name}_eps{eps:g}"
         swept.mkdir(parents=True, exist_ok=True)
@@ -213,6 +235,7 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
         artefact.write_metadata(swept, {**{k: v for k, v in artefact.read_metadata(out).items()
                                            if k not in ("schema_version", "suite_version")},
                                         "eps": eps, "swept_from": str(out)})
+        publish_diagnostics(swept, data, network, eps, settings["seed"])
     if export_path:
         export.export_official(modified, export_path)
     return out

@@ -9,7 +9,8 @@ from absl import flags
 COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
-            "benchmark.curves", "perturbations.generate", "perturbations.noise"]
+            "benchmark.curves", "perturbations.generate", "perturbations.noise",
+            "perturbations.inspect"]
 
 
 def test_command_modules_import_together_and_define_flags_on_demand():

@@ -44,6 +44,16 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert set(evidence["reference_mig"]) == {f"entangled:{ent['run_dir']}",
                                               f"disentangled:{dis['run_dir']}"}
     assert (art / "figure.png").read_bytes()[:4] == b"\x89PNG"
+    # Diagnostics of m(w) are published with every artefact, the swept ones included.
+    diagnostics = evidence["diagnostics"]
+    assert diagnostics["eps"] == 0.1 and diagnostics["dataset"] == "dsprites"
+    assert set(diagnostics["factor_sensitivity"]["absolute"]) == set(metadata["factor_names"])
+    assert evidence["below_minimum_effect"] == diagnostics["minimum_effect"]["below_minimum"]
+    swept_evidence = json.loads((tmp_path / "art_eps0.3" / "evidence.json").read_text())
+    assert swept_evidence["diagnostics"]["eps"] == 0.3
+    assert (swept_evidence["diagnostics"]["change"]["modified_mean_abs_change"]
+            > diagnostics["change"]["modified_mean_abs_change"])
+    assert (tmp_path / "art_eps0.3" / "figure.png").read_bytes()[:4] == b"\x89PNG"
     modified = load_data("dsprites", "modified", "procedural", artefact=str(art))
     original = load_data("dsprites", "original", "procedural")
     factors = original.sample_factors(8, np.random.default_rng(0))
