@@ -25,7 +25,9 @@
   cross-entropy of an unpenalised multinomial logistic regression with balanced class
   weights (CE weighted to balance the classes) on the active dims (standardised for
   continuous codes, one-hot per dim for discrete codes, as the authors' `compute_infoe`);
-  H(s_i | empty) = log K for the balanced problem. `test_fraction = 0` (default) is the
+  H(s_i | empty) = log K for the balanced problem (the authors' code divides the
+  unweighted CE of the balanced model by that of a constant-input model; the two agree on
+  uniform samples of the factors). `test_fraction = 0` (default) is the
   paper's *in-sample* estimate (sec. 4.2: "this estimation uses the best in-sample
   negative log likelihood"; the authors' code fits and scores on the whole sample);
   `test_fraction > 0` scores a held-out share instead (the suite's rule before issue 15:
