@@ -3,7 +3,8 @@
 Aggregates the finished runs of a study (every results.json under --results; a run
 directory without one is unfinished and never reported) into DIR (default
 <results>/report):
-    report.md                 tables in the layout of paper 002 Table 1, drops, figures
+    report.md                 tables in the layout of paper 002 Table 1, drops, figures,
+                              the metric settings of every column (one setting per column)
     metrics.csv, metrics.tex  mean +- std over seeds per model x dataset x variant x setting
     drops.csv, drops.tex      original -> each other variant, per model and metric: the drop
                               of the mean, Welch's t-test p-value (two-sided, BH-adjusted per
@@ -569,6 +570,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     records = load_runs(results_dir)
     if not records:
         raise ReportError(f"{results_dir}: no finished run (results.json) found")
+    settings_lines = _metric_settings_section(records)
     groups, excluded = group(records)
     summary = summary_rows(groups, excluded)
     drops = drop_rows(groups)
@@ -598,6 +600,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     lines += overpruning_lines(pruning)
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
+    lines += settings_lines
     lines += ["## Drops (original → variant)", "",
               "Drop = mean(original) − mean(variant); p from Welch's t-test (two-sided); "
               "p (BH): Benjamini-Hochberg adjusted over all drops of the same metric in this "
@@ -630,6 +633,18 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     with atomic_path(report, ".md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
     return report
+
+
+def _metric_settings_section(records: list[dict]) -> list[str]:
+    """The report's metric-settings table; a ReportError when one column would mix scores
+    computed with different settings (benchmark/metrics/settings.py; legacy results
+    without recorded settings are counted, never refused)."""
+    from benchmark.metrics import settings as metric_settings
+    try:
+        return metric_settings.report_section(
+            [r["run_dir"] for r in records if not r["overpruned"]], METRICS)
+    except metric_settings.SettingsMismatch as error:
+        raise ReportError(f"{error}") from None
 
 
 def _extreme_runs(records: list[dict], figures: pathlib.Path) -> list[str]:

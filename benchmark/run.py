@@ -10,7 +10,8 @@ run directory:
     fingerprint.json       the run's identity: fingerprint of its gin configuration
                            (benchmark/fingerprint.py) and the suite version
     run_manifest.json      what this run wrote (all that --overwrite removes)
-    results.json           written last: a run directory without it is not finished
+    results.json           written last: a run directory without it is not finished;
+                           `metric_settings` records the settings behind every score
 Every file is written to a temporary name and renamed. Everything random is seeded from
 run.seed (Python, numpy, TF and Keras initialisers before the model is built; training
 and evaluation draw from (seed, step) / (seed, purpose)), so the same command gives the
@@ -286,6 +287,10 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     Raises RunError / ConfigMismatch / DirectoryLocked (clear messages, before training)
     and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
     settings = run_settings()
+    try:        # metric settings are checked before any data is loaded or step trained
+        metrics_lib.resolve_settings(settings["metrics"], settings["seed"])
+    except ValueError as error:
+        raise RunError(f"metric settings: {error}") from None
     ident = fingerprint_lib.identity(gin.config_str())
     keras.utils.set_random_seed(settings["seed"])    # Python, numpy, TF, Keras
     data = load_data()
@@ -341,8 +346,14 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     _claim(output_dir, "eval_codes.npz")
     with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
         np.savez(f, factors=factors, codes=codes)
+    # One settings object (gin-resolved, with the seed and the model's code kind) scores
+    # and is recorded beside the scores.
+    metric_settings = metrics_lib.resolve_settings(
+        settings["metrics"], settings["seed"],
+        code_is_discrete=bool(getattr(model, "code_is_discrete", False)))
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
-                                  settings["metrics"], record_errors=True)
+                                  settings["metrics"], record_errors=True,
+                                  settings=metric_settings)
     scores["health"] = model_health(model, health_images, data.num_factors)
     if settings["figures"] and hasattr(model, "decode_images"):
         _claim(output_dir, "reconstructions.png", "traversals.png")
@@ -358,6 +369,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
                "train_seconds": training["seconds"],
                "wall_seconds": time.perf_counter() - start,
                "final_losses": training["final_terms"], "metrics": scores,
+               "metric_settings": metric_settings,
                "gin_config": gin.config_str()}
     results.update(fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
     _claim(output_dir, "results.json")

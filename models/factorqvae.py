@@ -60,6 +60,10 @@ def gumbel_softmax(logits, tau, seed):
 class DiscreteLatentVAE(TrainableModel):
     """Batches are images (n, 64, 64, c) in [0, 1]."""
 
+    #: the representation is one codebook value per latent: discrete estimators apply
+    #: (InfoMEC, paper 001 sec. 4.1)
+    code_is_discrete = True
+
     def __init__(self, encoder, decoder, num_latents: int, codebook_size: int = 64,
                  logits_from: str = "distance", beta: float = 1e-3, gamma: float = 1e-4,
                  total_steps: int = 100000, tau_start: float = 1.0, tau_end: float = 0.1,

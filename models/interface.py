@@ -9,6 +9,9 @@ Required (the training loop, the runner and the metrics call these):
   metrics score (a posterior mean, a quantised code).
 Optional (the suite uses them when present, and checks them here when present):
 - `input_kind`: 'images' (default), 'pairs' or 'pairs_with_negatives' (benchmark.run).
+- `code_is_discrete`: True when `representation` takes finitely many values per dim
+  (quantised codes, codebook indices); the runner then scores InfoMEC with the discrete
+  estimator (`infomec.discrete`). Default False.
 - `encode(images) -> dict` with at least 'mean' (n, d); 'logvar' (n, d) enables the active
   units / over-pruning check (paper 002 sec. 5.3); 'codes' is what a quantiser decodes.
 - `decode_images(codes (n, d)) -> images (n, h, w, c) in [0, 1]`: reconstructions, PSNR

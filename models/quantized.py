@@ -44,6 +44,10 @@ def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: flo
 class QuantizedAE(TrainableModel):
     """encoder (mean head) -> quantiser -> decoder; batches are images (n, 64, 64, c)."""
 
+    #: the representation takes finitely many values per dim (codebook values or indices):
+    #: the runner scores it with discrete estimators (InfoMEC, paper 001 sec. 4.1)
+    code_is_discrete = True
+
     def __init__(self, encoder, decoder, quantizer, lambda_quantize: float = 1e-2,
                  lambda_commit: float = 1e-2, categorical_codes: bool = False,
                  reconstruction_loss=losses.bernoulli_reconstruction, optimizer=None,

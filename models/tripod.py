@@ -53,6 +53,10 @@ def tripod_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float
 class Tripod(TrainableModel):
     """Batches are images (n, 64, 64, c); representation = the quantised latents."""
 
+    #: the representation is quantised (FSQ levels or codebook values): discrete estimators
+    #: apply (InfoMEC, paper 001 sec. 4.1)
+    code_is_discrete = True
+
     def __init__(self, encoder, decoder, lambda_klm: float = 1e-4, lambda_nhp: float = 1e-2,
                  num_levels: int = 12, naive: bool = False, nhp_layer: int = 2,
                  num_probes: int = 2, epsilon: float = 0.1, optimizer=None, **kwargs):

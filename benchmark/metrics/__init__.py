@@ -1,17 +1,31 @@
 """The field's disentanglement metrics, one module each, one registry.
 
-Every metric has a dataset level, `fn(data, representation_fn, rng, **gin_params)`, and a
-codes level on arrays. `evaluate` runs metrics on a dataset; `evaluate_codes` runs them on
-a saved (factors, codes) sample, e.g. from another framework. Each metric draws from its
-own generator, derived from (seed, metric name), so a metric's number does not depend on
-which other metrics ran.
+Every metric has a dataset level, `fn(data, representation_fn, rng, **settings)` (a gin
+configurable: `sap.classifier = 'linear_svm'`), and a codes level on arrays. `evaluate`
+runs metrics on a dataset (the runner, hence the study and the audit); `evaluate_codes`
+runs them on a saved (factors, codes) sample (`python -m benchmark.metrics evaluate`).
+
+One settings object: `resolve_settings` reads each metric's settings once, from its
+configurable's defaults and the parsed gin bindings (no other defaults below it), checks
+them, and adds the seed; `evaluate` passes exactly those values to the dataset-level
+function and `evaluate_codes` the same values (less the sampling sizes, which a saved
+sample replaces by its row counts, `codes_settings`) to the codes-level core, which the
+dataset level calls too. Callers record that object beside the scores (results.json and
+evaluate's JSON: `metric_settings`), and the report compares it across runs
+(benchmark/metrics/settings.py).
+
+Each metric draws from its own generator, derived from (seed, metric name), so a metric's
+number does not depend on which other metrics ran.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import zlib
 from typing import Callable, Sequence
 
+import gin
 import numpy as np
 from absl import logging
 
@@ -20,49 +34,93 @@ from benchmark.metrics import (beta_vae, codes, dci, factor_vae, infomec, mcc, m
 
 MetricInputError = codes.MetricInputError
 
+#: the share of a saved sample's rows that predictor-based metrics train on (codes level)
+TRAIN_FRACTION = 2 / 3
 
-def _split(factors, values, train_fraction):
-    cut = int(round(len(values) * train_fraction))
-    return factors[:cut], values[:cut], factors[cut:], values[cut:]
-
-
-def _codes_level(name: str) -> Callable:
-    """fn(factors, codes, rng, train_fraction) -> dict for the metric `name`."""
-    table = {
-        "mig": lambda f, c, rng, tf: mig.mig_from_codes(f, c),
-        "dci": lambda f, c, rng, tf: dci.dci_from_codes(*_split(f, c, tf), rng),
-        "dci_random_forest": lambda f, c, rng, tf: {
-            f"{k}_rf": v for k, v in dci.dci_from_codes(*_split(f, c, tf), rng,
-                                                        classifier="random_forest").items()},
-        "sap": lambda f, c, rng, tf: sap.sap_from_codes(*_split(f, c, tf),
-                                                        seed=int(rng.integers(2**31 - 1))),
-        "modularity_explicitness": lambda f, c, rng, tf:
-            modularity.modularity_explicitness_from_codes(*_split(f, c, tf)),
-        "infomec": lambda f, c, rng, tf: infomec.infomec_from_codes(
-            f, c, seed=int(rng.integers(2**31 - 1))),
-        "factor_vae_score": lambda f, c, rng, tf: factor_vae.factor_vae_score_from_codes(
-            f, c, rng),
-        "beta_vae_score": lambda f, c, rng, tf: beta_vae.beta_vae_score_from_codes(f, c, rng),
-        "unsupervised": lambda f, c, rng, tf: unsupervised.unsupervised_from_codes(c),
-        "mcc": lambda f, c, rng, tf: {**mcc.mcc_from_codes(f, c, "pearson"),
-                                      **mcc.mcc_from_codes(f, c, "spearman")},
-    }
-    return table[name]
+#: settings that are recorded but never make two scores incomparable: the seed (scores of
+#: several seeds are averaged), and the code kind (paper 001 reads discrete and continuous
+#: codes with their own estimators in one column)
+NOT_COMPARED = ("seed", "discrete")
 
 
-#: dataset-level metric functions by name
-METRICS: dict[str, Callable] = {
-    "mig": mig.mig,
-    "dci": dci.dci,
-    "dci_random_forest": lambda data, fn, rng: {
-        f"{k}_rf": v for k, v in dci.dci(data, fn, rng, classifier="random_forest").items()},
-    "sap": sap.sap,
-    "modularity_explicitness": modularity.modularity_explicitness,
-    "infomec": infomec.infomec,
-    "factor_vae_score": factor_vae.factor_vae_score,
-    "beta_vae_score": beta_vae.beta_vae_score,
-    "unsupervised": unsupervised.unsupervised,
-    "mcc": mcc.mcc,
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**31 - 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """One registry entry.
+
+    configurable: the gin-configurable dataset-level function; its parameters (after data,
+      representation_fn, rng) are the metric's settings.
+    from_codes: the codes-level core, fn(factors, codes, rng, settings) -> scores, or with
+      `split`, fn(factors_train, codes_train, factors_test, codes_test, rng, settings).
+    sampling: settings only the dataset level uses (how many points it encodes, in which
+      batches); a saved sample replaces them by its row counts.
+    execution_only: settings that do not change the estimate (encode batch size, jobs):
+      recorded, never compared.
+    fixed: settings this entry fixes whatever gin binds (dci_random_forest's classifier).
+    choices: allowed values of enumerated settings, checked before any work.
+    suffix: appended to every score key.
+    """
+    configurable: Callable
+    from_codes: Callable
+    sampling: tuple = ()
+    execution_only: tuple = ()
+    split: bool = False
+    fixed: dict = dataclasses.field(default_factory=dict)
+    choices: dict = dataclasses.field(default_factory=dict)
+    suffix: str = ""
+
+    @property
+    def gin_name(self) -> str:
+        return self.configurable.__name__
+
+
+def _dci_codes(f_train, c_train, f_test, c_test, rng, s):
+    return dci.dci_from_codes(f_train, c_train, f_test, c_test, rng, s["classifier"],
+                              s["n_jobs"])
+
+
+#: every metric by name (`run.metrics`, `evaluate --metrics`)
+METRICS: dict[str, Metric] = {
+    "mig": Metric(mig.mig, lambda f, c, rng, s: mig.mig_from_codes(f, c, s["num_bins"]),
+                  sampling=("num_train", "batch_size"), execution_only=("batch_size",)),
+    "dci": Metric(dci.dci, _dci_codes, sampling=("num_train", "num_test", "batch_size"),
+                  execution_only=("batch_size", "n_jobs"), split=True,
+                  choices={"classifier": dci.CLASSIFIERS}),
+    "dci_random_forest": Metric(dci.dci, _dci_codes,
+                                sampling=("num_train", "num_test", "batch_size"),
+                                execution_only=("batch_size", "n_jobs"), split=True,
+                                fixed={"classifier": "random_forest"}, suffix="_rf"),
+    "sap": Metric(sap.sap, lambda ftr, ctr, fte, cte, rng, s: sap.sap_from_codes(
+        ftr, ctr, fte, cte, s["classifier"], seed=_seed(rng)),
+        sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
+        split=True, choices={"classifier": sap.CLASSIFIERS}),
+    "modularity_explicitness": Metric(
+        modularity.modularity_explicitness,
+        lambda ftr, ctr, fte, cte, rng, s: modularity.modularity_explicitness_from_codes(
+            ftr, ctr, fte, cte, s["num_bins"]),
+        sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
+        split=True),
+    "infomec": Metric(infomec.infomec, lambda f, c, rng, s: infomec.infomec_from_codes(
+        f, c, s["n_neighbors"], s["prune_fraction"], s["discrete"], s["test_fraction"],
+        seed=_seed(rng)), sampling=("num_points", "batch_size"), execution_only=("batch_size",)),
+    "factor_vae_score": Metric(
+        factor_vae.factor_vae_score, lambda f, c, rng, s: factor_vae.factor_vae_score_from_codes(
+            f, c, rng, s["batch_size"], s["num_train"], s["num_eval"],
+            s["num_variance_estimate"], s["prune_threshold"], s["prune_relative"]),
+        sampling=("pool_size",)),
+    "beta_vae_score": Metric(
+        beta_vae.beta_vae_score, lambda f, c, rng, s: beta_vae.beta_vae_score_from_codes(
+            f, c, rng, s["batch_size"], s["num_train"], s["num_eval"]),
+        sampling=("pool_size",)),
+    "unsupervised": Metric(unsupervised.unsupervised, lambda f, c, rng, s:
+                           unsupervised.unsupervised_from_codes(c, s["num_bins"]),
+                           sampling=("num_train", "batch_size"), execution_only=("batch_size",)),
+    "mcc": Metric(mcc.mcc, lambda f, c, rng, s: {**mcc.mcc_from_codes(f, c, "pearson"),
+                                                 **mcc.mcc_from_codes(f, c, "spearman")},
+                  sampling=("num_points", "batch_size"), execution_only=("batch_size",)),
 }
 
 
@@ -79,18 +137,99 @@ def check_names(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
+def _plain(value):
+    """JSON-ready copy of a setting value (tuples -> lists, numpy scalars -> Python)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _defaults(fn: Callable) -> dict:
+    skip = ("data", "representation_fn", "rng")
+    return {name: p.default for name, p in inspect.signature(fn).parameters.items()
+            if name not in skip}
+
+
+def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | None = None
+                     ) -> dict[str, dict]:
+    """{metric name: its settings} for the dataset level: every parameter of the metric's
+    configurable, its default unless gin binds it (plus the entry's fixed values), and
+    'seed'. Raises ValueError naming the binding when a value is not allowed, before any
+    work. `code_is_discrete` (the runner: the model's `code_is_discrete`) sets the
+    `discrete` setting of metrics that have one (InfoMEC), unless gin binds it."""
+    settings = {}
+    for name in check_names(names):
+        entry = METRICS[name]
+        bound = gin.get_bindings(entry.configurable)
+        values = {**_defaults(entry.configurable), **bound, **entry.fixed}
+        if code_is_discrete is not None and "discrete" in values:
+            if "discrete" in bound and bool(bound["discrete"]) != bool(code_is_discrete):
+                logging.warning("%s.discrete = %s is bound; the model says its code is %s",
+                                entry.gin_name, bound["discrete"],
+                                "discrete" if code_is_discrete else "continuous")
+            elif "discrete" not in bound:
+                values["discrete"] = bool(code_is_discrete)
+        for key, allowed in entry.choices.items():
+            if values[key] not in allowed:
+                raise ValueError(f"{entry.gin_name}.{key} must be one of "
+                                 f"{', '.join(map(repr, allowed))}, found {values[key]!r}")
+        settings[name] = {key: _plain(value) for key, value in values.items()}
+        settings[name].update(level="data", seed=int(seed))
+    return settings
+
+
+def codes_settings(settings: dict[str, dict], num_rows: int,
+                   train_fraction: float = TRAIN_FRACTION) -> dict[str, dict]:
+    """The codes-level form of `resolve_settings`' object for a saved sample of
+    `num_rows` rows: the sampling sizes are replaced by the rows used ('num_train' /
+    'num_test' and 'train_fraction' where a metric fits predictors, else 'num_points')."""
+    out = {}
+    for name, values in settings.items():
+        entry = METRICS[name]
+        kept = {k: v for k, v in values.items() if k not in entry.sampling}
+        if entry.split:
+            cut = _cut(num_rows, train_fraction)
+            kept.update(num_train=cut, num_test=num_rows - cut, train_fraction=train_fraction)
+        else:
+            kept["num_points"] = int(num_rows)
+        kept["level"] = "codes"
+        out[name] = kept
+    return out
+
+
+def _cut(num_rows: int, train_fraction: float) -> int:
+    return int(round(num_rows * train_fraction))
+
+
+def _suffixed(entry: Metric, scores: dict) -> dict:
+    return {f"{k}{entry.suffix}": v for k, v in scores.items()} if entry.suffix else scores
+
+
+def _arguments(entry: Metric, values: dict) -> dict:
+    return {k: v for k, v in values.items() if k not in ("seed", "level")}
+
+
 def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(METRICS),
-             record_errors: bool = False) -> dict:
+             record_errors: bool = False, settings: dict[str, dict] | None = None) -> dict:
     """{metric name: its dict of scores} on the dataset `data`.
 
-    A metric undefined on this representation (codes.MetricInputError, e.g. every code dim
-    constant) raises, or with `record_errors` becomes {'error': why}: no score, never a
-    default number, and the other metrics are still computed (the runner records them so).
+    settings: `resolve_settings(names, seed)` (resolved here when None); record it beside
+    the scores. A metric undefined on this representation (codes.MetricInputError, e.g.
+    every code dim constant) raises, or with `record_errors` becomes {'error': why}: no
+    score, never a default number, and the other metrics are still computed (the runner
+    records them so).
     """
+    names = check_names(names)
+    settings = resolve_settings(names, seed) if settings is None else settings
     scores = {}
-    for name in check_names(names):
+    for name in names:
+        entry = METRICS[name]
         try:
-            scores[name] = METRICS[name](data, representation_fn, metric_rng(seed, name))
+            scores[name] = _suffixed(entry, entry.configurable(
+                data, representation_fn, metric_rng(settings[name]["seed"], name),
+                **_arguments(entry, settings[name])))
         except codes.MetricInputError as error:
             if not record_errors:
                 raise
@@ -100,13 +239,29 @@ def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(ME
 
 
 def evaluate_codes(factors, codes_array, seed: int = 0, names: Sequence[str] = tuple(METRICS),
-                   train_fraction: float = 2 / 3) -> dict:
-    """{metric name: scores} on a uniform sample (factors (n, k), codes (n, d)).
+                   train_fraction: float = TRAIN_FRACTION,
+                   settings: dict[str, dict] | None = None) -> dict:
+    """{metric name: scores} on a uniform sample (factors int (n, k), codes (n, d)).
 
     Metrics that fit predictors (DCI, SAP, explicitness) train on the first
-    `train_fraction` of the rows and test on the rest.
+    `train_fraction` of the rows and test on the rest. settings: the codes-level object
+    (`codes_settings(resolve_settings(names, seed), n, train_fraction)`, built here when
+    None); record it beside the scores.
     """
     factors, codes_array = codes.check_codes(factors, codes_array, 10, "evaluate_codes")
-    return {name: _codes_level(name)(factors, codes_array, metric_rng(seed, name),
-                                     train_fraction)
-            for name in check_names(names)}
+    names = check_names(names)
+    if settings is None:
+        settings = codes_settings(resolve_settings(names, seed), len(codes_array),
+                                  train_fraction)
+    cut = _cut(len(codes_array), train_fraction)
+    scores = {}
+    for name in names:
+        entry, values = METRICS[name], settings[name]
+        rng = metric_rng(values["seed"], name)
+        if entry.split:
+            out = entry.from_codes(factors[:cut], codes_array[:cut], factors[cut:],
+                                   codes_array[cut:], rng, values)
+        else:
+            out = entry.from_codes(factors, codes_array, rng, values)
+        scores[name] = _suffixed(entry, out)
+    return scores

@@ -144,15 +144,22 @@ def discrete_entropy(labels: np.ndarray) -> float:
 
 
 def discrete_mutual_info(a: np.ndarray, b: np.ndarray) -> float:
-    """Mutual information (nats) between two discrete label vectors (n,)."""
+    """Mutual information (nats, >= 0) between two discrete label vectors (n,).
+
+    Exactly 0 when either takes a single value and never negative, as sklearn's
+    `mutual_info_score` (dlib's estimator): the sum would otherwise leave a rounding
+    residue of ~2e-16, enough to count a constant dim as informative (modularity).
+    """
     _, ai = np.unique(a, return_inverse=True)
     _, bi = np.unique(b, return_inverse=True)
+    if ai.max() == 0 or bi.max() == 0:
+        return 0.0
     joint = np.zeros((ai.max() + 1, bi.max() + 1))
     np.add.at(joint, (ai.reshape(-1), bi.reshape(-1)), 1.0)
     joint /= joint.sum()
     pa, pb = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
     nz = joint > 0
-    return float(np.sum(joint[nz] * np.log(joint[nz] / (pa @ pb)[nz])))
+    return max(0.0, float(np.sum(joint[nz] * np.log(joint[nz] / (pa @ pb)[nz]))))
 
 
 def fixed_factor_batch_from_data(data, representation_fn: RepresentationFn, factor: int,

@@ -33,6 +33,9 @@ from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingCl
 
 from benchmark.metrics import codes as codes_lib
 
+#: the values of `dci.classifier`
+CLASSIFIERS = ("hist_gbt", "gbt", "random_forest")
+
 
 def _entropy_rows(p: np.ndarray, base: int) -> np.ndarray:
     """Entropy in base `base` of each row of a non-negative matrix (rows normalised)."""
@@ -115,7 +118,7 @@ def importance_matrix(factors_train, codes_train, factors_test, codes_test,
                       rng: np.random.Generator, classifier: str = "hist_gbt", n_jobs: int = 2,
                       rf_depths=(2, 4, 8, 16, None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(R (d, k), train accuracy (k,), test accuracy (k,))."""
-    if classifier not in ("gbt", "hist_gbt", "random_forest"):
+    if classifier not in CLASSIFIERS:
         raise ValueError(f"dci classifier must be 'gbt', 'hist_gbt' or 'random_forest', found "
                          f"{classifier!r}")
     seeds = rng.integers(0, 2**31 - 1, size=factors_train.shape[1])

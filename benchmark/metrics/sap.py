@@ -24,11 +24,14 @@ from sklearn.tree import DecisionTreeClassifier
 
 from benchmark.metrics import codes as codes_lib
 
+#: the values of `sap.classifier`
+CLASSIFIERS = ("threshold", "linear_svm")
+
 
 def score_matrix(codes_train, factors_train, codes_test, factors_test,
                  classifier: str = "threshold", seed: int = 0) -> np.ndarray:
     """S (d, k): accuracy of predicting each factor from each single code dim."""
-    if classifier not in ("linear_svm", "threshold"):
+    if classifier not in CLASSIFIERS:
         raise ValueError(f"sap classifier must be 'linear_svm' or 'threshold', found "
                          f"{classifier!r}")
     d, k = codes_train.shape[1], factors_train.shape[1]

@@ -43,8 +43,8 @@ def unsupervised_from_codes(codes, num_bins: int = 20) -> dict[str, float]:
 
 
 @gin.configurable("unsupervised", denylist=["data", "representation_fn", "rng"])
-def unsupervised(data, representation_fn, rng, num_train: int = 10000, batch_size: int = 16
-                 ) -> dict[str, float]:
-    """Unsupervised scores on `num_train` samples (dlib default 10000)."""
+def unsupervised(data, representation_fn, rng, num_train: int = 10000, batch_size: int = 16,
+                 num_bins: int = 20) -> dict[str, float]:
+    """Unsupervised scores on `num_train` samples (dlib defaults: 10000 points, 20 bins)."""
     _, codes = codes_lib.sample_codes(data, representation_fn, num_train, rng, batch_size)
-    return unsupervised_from_codes(codes)
+    return unsupervised_from_codes(codes, num_bins)

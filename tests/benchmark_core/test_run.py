@@ -61,6 +61,8 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[
         "fingerprint"]
+    assert results["metric_settings"] == {"mig": {"num_train": 10000, "batch_size": 16,
+                                                  "num_bins": 20, "level": "data", "seed": 0}}
     stamp = (out / "results.json").stat().st_mtime_ns
     again = _run(*args)
     assert again.returncode == 0 and (out / "results.json").stat().st_mtime_ns == stamp
@@ -89,6 +91,12 @@ def test_every_gin_config_parses_and_builds(path):
             specs = study.expand(study.study_settings())
             assert specs and all((ROOT / "gin_configs" / f).exists()
                                  for s in specs for f in s.gin_files)
+            return
+        if path.startswith("metrics/"):          # metric presets: every metric resolves
+            from benchmark import metrics
+            config.parse_config([path], [])
+            settings = metrics.resolve_settings(list(metrics.METRICS), 0)
+            assert set(gin.get_bindings("dci")) | set(gin.get_bindings("sap")) and settings
             return
         if path.startswith("perturbations/"):
             from perturbations import generate
@@ -269,6 +277,38 @@ def test_bad_run_settings_fail_before_any_work(tmp_path, binding, message):
     with pytest.raises(run.RunError, match=message):
         _run_here(tmp_path / "run", binding)
     assert not (tmp_path / "run").exists()
+
+
+def test_bad_metric_setting_fails_before_any_work(tmp_path):
+    from benchmark import run
+    with pytest.raises(run.RunError, match="metric settings: sap.classifier must be one of "
+                                           "'threshold', 'linear_svm', found 'svm'"):
+        _run_here(tmp_path / "run", "run.metrics = ['sap']", "sap.classifier = 'svm'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_quantised_models_are_scored_as_discrete_codes(tmp_path):
+    """Issue 15 item 6: the runner reads the model's `code_is_discrete` and InfoMEC uses the
+    discrete estimator on it; the settings say so."""
+    from benchmark import config, run
+    from models.factorqvae import DiscreteLatentVAE
+    from models.quantized import QuantizedAE
+    from models.tripod import Tripod
+    from models.vae import VAE
+    assert QuantizedAE.code_is_discrete and DiscreteLatentVAE.code_is_discrete
+    assert Tripod.code_is_discrete and not getattr(VAE, "code_is_discrete", False)
+    gin.clear_config()
+    try:
+        config.parse_config(["models/qlae.gin", "datasets/dsprites.gin"],
+                            [*TINY_BINDINGS, "run.figures = False",
+                             "run.metrics = ['infomec']"])
+        out = run.run(tmp_path / "qlae", False)
+    finally:
+        gin.clear_config()
+    results = json.loads((out / "results.json").read_text())
+    assert results["metric_settings"]["infomec"]["discrete"] is True
+    assert results["metric_settings"]["infomec"]["prune_fraction"] == pytest.approx(1 / 20)
+    assert "infom" in results["metrics"]["infomec"] or "error" in results["metrics"]["infomec"]
 
 
 def test_bad_setting_on_the_command_line_is_one_line(tmp_path):

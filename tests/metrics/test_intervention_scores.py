@@ -46,19 +46,25 @@ def test_beta_vae_score_perfect_and_noise():
 
 def test_modularity_explicitness_with_a_constant_dim():
     f = _sample(3000)
+    perfect = modularity_explicitness_from_codes(f[:2000], f[:2000] + 0.0, f[2000:],
+                                                 f[2000:] + 0.0)
+    assert perfect["modularity"] > 0.99 and perfect["modularity_informative_dims"] == 3
     z = np.concatenate([f + 0.0, np.zeros((3000, 1))], axis=1)
     out = modularity_explicitness_from_codes(f[:2000], z[:2000], f[2000:], z[2000:])
-    assert out["modularity"] > 0.97 and out["modularity_dims"] == 3
-    assert out["explicitness_test"] > 0.8
+    # dlib: the constant dim scores 0 and counts in the mean (issue 15 item 5).
+    assert out["modularity"] == pytest.approx(perfect["modularity"] * 3 / 4, abs=1e-12)
+    assert out["modularity_informative_dims"] == 3 and out["explicitness_test"] > 0.8
     scaled = f / (np.array([3, 6, 8]) - 1.0)
     mixed = scaled @ np.array([[1.0, 1.0, 1.0], [1.0, -1.0, 1.0], [1.0, 1.0, -1.0]])
     assert modularity_explicitness_from_codes(
-        f[:2000], mixed[:2000], f[2000:], mixed[2000:])["modularity"] < out["modularity"] - 0.2
-    # Template deviation by hand: one dim, MI (1.0, 0.5, 0.0) over K = 3 factors.
+        f[:2000], mixed[:2000], f[2000:], mixed[2000:])["modularity"] < perfect["modularity"] - 0.2
+    # dlib's formula by hand: one dim, MI (1.0, 0.5, 0.0) over K = 3 factors.
     value, dims = modularity_from_mi(np.array([[1.0, 0.5, 0.0]]))
     assert dims == 1 and value == pytest.approx(1 - 0.25 / 2)
-    with pytest.raises(codes_lib.MetricInputError, match="no code dim"):
-        modularity_from_mi(np.zeros((2, 3)))
+    # Uninformative dims score 0 (dlib), so a code without information scores 0.
+    assert modularity_from_mi(np.zeros((2, 3))) == (0.0, 0)
+    assert modularity_from_mi(np.array([[1.0, 0.5, 0.0], [0.0, 0.0, 0.0]]))[0] == \
+        pytest.approx((1 - 0.25 / 2) / 2)
 
 
 def test_unsupervised_scores():
