@@ -23,9 +23,12 @@ def define_flags() -> None:
     flags.DEFINE_string("out", None, "Also write {run: {tag: [[step, value], ...]}} here.")
 
 
-def scalar_curves(run_dir, tags=None) -> dict[str, list[tuple[int, float]]]:
+def scalar_curves(run_dir, tags=None, require_all: bool = True
+                  ) -> dict[str, list[tuple[int, float]]]:
     """{tag: [(step, value), ...] in step order} of the scalars in `run_dir`/tb; `tags`
-    None means every tag. ValueError naming the directory when it has no TensorBoard log."""
+    None means every tag; tags the run did not log are an error when `require_all`, else
+    left out (a study mixes methods with different terms). ValueError naming the
+    directory when it has no TensorBoard log."""
     import tensorflow as tf
     from tensorboard.backend.event_processing import event_accumulator
 
@@ -38,10 +41,10 @@ def scalar_curves(run_dir, tags=None) -> dict[str, list[tuple[int, float]]]:
     available = events.Tags()["tensors"]
     wanted = available if tags is None else list(tags)
     missing = [t for t in wanted if t not in available]
-    if missing:
+    if missing and require_all:
         raise ValueError(f"{log_dir}: no scalar {missing}; found {sorted(available)}")
     return {tag: sorted((int(e.step), float(tf.make_ndarray(e.tensor_proto)))
-                        for e in events.Tensors(tag)) for tag in wanted}
+                        for e in events.Tensors(tag)) for tag in wanted if tag in available}
 
 
 def run_directories(path) -> list[pathlib.Path]:
@@ -62,12 +65,16 @@ def main(argv):
     record = {}
     try:
         for run in runs:
-            curves = scalar_curves(run, FLAGS.tags or None)
+            curves = scalar_curves(run, FLAGS.tags or None, require_all=len(runs) == 1)
             curves = {t: c for t, c in curves.items() if FLAGS.tags or t.startswith("loss/")}
             record[str(run)] = curves
             for tag, points in curves.items():
                 shown = ", ".join(f"{s}: {v:.3f}" for s, v in points)
                 print(f"{run.name}  {tag}  {shown}")
+        found = {tag for curves in record.values() for tag in curves}
+        unseen = [tag for tag in FLAGS.tags if tag not in found]
+        if unseen:
+            raise ValueError(f"no run under {argv[1]} logged {unseen}")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

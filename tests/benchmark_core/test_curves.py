@@ -26,6 +26,8 @@ def test_scalar_curves_read_back_what_training_logged(tmp_path):
     assert curves.run_directories(tmp_path / "study") == [run]
     with pytest.raises(ValueError, match="no scalar"):
         curves.scalar_curves(run, ["loss/kl"])
+    assert curves.scalar_curves(run, ["loss/kl", "loss/loss"], require_all=False) == {
+        "loss/loss": [(100, pytest.approx(0.693)), (200, pytest.approx(0.6))]}
     with pytest.raises(ValueError, match="no TensorBoard event file"):
         curves.scalar_curves(tmp_path, None)
 
