@@ -139,12 +139,14 @@ def test_model_health_of_every_method():
 
 
 def _wait_for_checkpoint(out: pathlib.Path, process, after: int = 0) -> int:
-    """Waits until a checkpoint numbered above `after` exists; returns its number."""
+    """Waits until the checkpoint state names a checkpoint numbered above `after` (its
+    files complete: the state file is written after them); returns its number."""
+    import tensorflow as tf
     deadline = time.time() + 300
     while time.time() < deadline and process.poll() is None:
-        numbers = [int(p.name[5:-6]) for p in (out / "checkpoints").glob("ckpt-*.index")]
-        if numbers and max(numbers) > after:
-            return max(numbers)
+        latest = tf.train.latest_checkpoint(str(out / "checkpoints"))
+        if latest and int(latest.rsplit("-", 1)[1]) > after:
+            return int(latest.rsplit("-", 1)[1])
         time.sleep(0.02)
     raise AssertionError(f"no checkpoint after step {after} appeared (exit {process.poll()})")
 
