@@ -50,6 +50,18 @@ def define_flags() -> None:
     config.define_gin_flags("generation.steps = 100")
     flags.DEFINE_string("export", None, "Also write the modified dataset in the official file "
                         "format to this path (.npz for dSprites, .h5 for Shapes3D).")
+    flags.DEFINE_boolean("overwrite", False, "Replace artefacts already in generation."
+                         "output_dir (and its eps-sweep directories); without it generation "
+                         "refuses before any training.")
+
+
+def occupied_outputs(settings: dict) -> list[pathlib.Path]:
+    """The artefact directories this generation would write (output_dir and its eps
+    sweep) that already hold files: published artefacts others load must not be replaced
+    by accident."""
+    out = pathlib.Path(settings["output_dir"])
+    targets = [out] + [out.parent / f"{out.name}_eps{eps:g}" for eps in settings["eps_sweep"]]
+    return [d for d in targets if d.is_dir() and any(d.iterdir())]
 
 
 @gin.configurable("generation")
@@ -249,6 +261,12 @@ def main(argv):
         settings = generation_settings()
     except (ValueError, KeyError, IOError) as error:
         print(f"error: invalid generation configuration: {error}", file=sys.stderr)
+        sys.exit(2)
+    occupied = occupied_outputs(settings)
+    if occupied and not FLAGS.overwrite:
+        print(f"error: {', '.join(map(str, occupied))} already hold(s) an artefact; pass "
+              "--overwrite to replace it, or set generation.output_dir to a new directory",
+              file=sys.stderr)
         sys.exit(2)
     try:
         with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer

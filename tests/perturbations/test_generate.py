@@ -11,7 +11,7 @@ from benchmark.data import load_data
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _generate(tmp_path, *extra):
+def _generate(tmp_path, *extra, overwrite=False):
     reference = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
                  "run.metrics = ['mig']", "run.health_points = 32", "run.figures = False"]
     bindings = [f"generation.reference_bindings = {reference!r}",
@@ -23,7 +23,7 @@ def _generate(tmp_path, *extra):
                 f"generation.output_dir = '{tmp_path / 'art'}'", *extra]
     args = [sys.executable, "-m", "perturbations.generate",
             "--gin_file=perturbations/dsprites.gin",
-            *[f"--gin_bindings={b}" for b in bindings]]
+            *[f"--gin_bindings={b}" for b in bindings], *(["--overwrite"] if overwrite else [])]
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
@@ -76,8 +76,13 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert trained.returncode == 0, trained.stderr[-3000:]
     on_modified = json.loads((tmp_path / "on_modified" / "results.json").read_text())
     assert on_modified["dataset"]["variant"] == "modified"
-    # Starting it again resumes: references and m are finished, nothing is retrained.
-    again = _generate(tmp_path)
+    # Starting it again refuses to replace the artefact (issue 17.8), before any work ...
+    weights = (art / "manipulation.weights.h5").read_bytes()
+    refused = _generate(tmp_path)
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    assert (art / "manipulation.weights.h5").read_bytes() == weights
+    # ... and with --overwrite it resumes: references and m are finished, nothing retrains.
+    again = _generate(tmp_path, overwrite=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((art / "metadata.json").read_text())["training"]["steps"] == 3
 
