@@ -25,7 +25,7 @@ install-test: $(VENV)/.installed-test
 # The quickstart study: AE, beta-VAE, PCL on procedural dSprites, original / noisy /
 # modified (results/perturbations/dsprites_modified), then its report.
 quickstart: install
-	$(PY) -m benchmark.study --gin_file=studies/quickstart.gin --verbosity=-1
+	$(PY) -m benchmark.study --gin_file=studies/quickstart.gin
 	$(PY) -m benchmark.report --results=runs/quickstart --verbosity=-1
 	@echo "Quickstart report: runs/quickstart/report/report.md"
 

@@ -242,6 +242,14 @@ def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict]:
     return done, changed
 
 
+def progress_line(done: int, total: int, elapsed: float) -> str:
+    """'3/10 runs done, 12 min elapsed, about 28 min left' (the mean run time so far times
+    the runs left; runs of one study take about the same time)."""
+    left = elapsed / done * (total - done) if done else float("nan")
+    eta = f"about {left / 60:.0f} min left" if done < total else "all done"
+    return f"{done}/{total} runs done, {elapsed / 60:.0f} min elapsed, {eta}"
+
+
 def _write_json(path: pathlib.Path, payload) -> None:
     with atomic_path(path, ".json") as tmp:
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
@@ -287,6 +295,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     _merge_study_json(out / "study.json", settings, specs)
     commands = {s.name: s.command(out.resolve()) for s in todo}
     ran, now_failed = [], []
+    started = time.time()
 
     def record(name: str, code: int, stderr: str) -> None:
         current = _read_failed(failed_path)     # merged: entries of other runs are kept
@@ -299,6 +308,9 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
                              "time": time.strftime("%Y-%m-%d %H:%M:%S")}
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
         _write_json(failed_path, current)
+        logging.info("%s %s; %s", name, "finished" if code == 0 else "FAILED",
+                     progress_line(len(ran) + len(now_failed), len(commands),
+                                   time.time() - started))
 
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):

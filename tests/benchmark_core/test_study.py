@@ -197,3 +197,8 @@ def test_report_counts_a_copied_run_once(tmp_path, caplog):
     runs = report.load_runs(out)
     assert len(runs) == 1 and runs[0]["run_dir"].endswith("/ae_dsprites_original_seed0")
     assert "is the same run as" in caplog.text
+
+
+def test_progress_line_counts_runs_and_estimates_the_rest():
+    assert study.progress_line(2, 8, 600.0) == "2/8 runs done, 10 min elapsed, about 30 min left"
+    assert study.progress_line(8, 8, 2400.0) == "8/8 runs done, 40 min elapsed, all done"
