@@ -37,6 +37,7 @@ from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import atomic_path
+from benchmark.data import VARIANTS
 from benchmark.lock import DirectoryLocked, directory_lock
 
 FLAGS = flags.FLAGS
@@ -78,9 +79,10 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
       (e.g. 'papers/zietlow2021/beta_vae_{dataset}.gin').
-    variants: 'original', 'noisy', 'modified'; artefacts: {dataset: {variant: artefact
-      directory}} for the variants that load one ('modified' must; 'noisy' may, otherwise
-      the default noise of paper 002 sec. 5.2 is used). A variant name may carry a strength,
+    variants: 'original', 'noisy', 'modified', 'oracle', 'texture' (the positive control,
+      benchmark/data/oracle.py); artefacts: {dataset: {variant: artefact directory}} for
+      the variants that load one ('modified' must; 'noisy' may, otherwise the default
+      noise of paper 002 sec. 5.2 is used). A variant name may carry a strength,
       'modified@0.2', for robustness curves (data.eps).
     line_search: {model name: [gin parameter, [values...]]} (paper 002 Fig. 5); models
       without one train at their config's value.
@@ -96,9 +98,9 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     artefacts = {d: dict(v) for d, v in dict(artefacts or {}).items()}
     for variant in variants:
         base = variant.split("@")[0]
-        if base not in ("original", "noisy", "modified"):
-            raise ValueError(f"study.variants: unknown variant {variant!r}; expected original, "
-                             "noisy or modified (optionally '@<eps>')")
+        if base not in VARIANTS:
+            raise ValueError(f"study.variants: unknown variant {variant!r}; expected one of "
+                             f"{', '.join(VARIANTS)} (optionally '@<eps>')")
         if base == "modified":
             missing = [d for d in datasets if not artefacts.get(d, {}).get("modified")]
             if missing:

@@ -11,7 +11,7 @@ import gin
 from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
-VARIANTS = ("original", "noisy", "modified")
+VARIANTS = ("original", "noisy", "modified", "oracle", "texture")
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
@@ -28,8 +28,10 @@ def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
 def make_variant(data: GroundTruthData, variant: str = "original", eps: float | None = None,
                  seed: int = 0, artefact: str | None = None) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
-    seed, or from a noise artefact) or 'modified' (from a manipulation artefact written by
-    `python -m perturbations.generate`). eps overrides an artefact's strength."""
+    seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
+    `python -m perturbations.generate`) or the positive-control arms 'oracle' / 'texture'
+    (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
+    strength."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown dataset variant {variant!r}; expected one of "
                          f"{', '.join(VARIANTS)}")
@@ -38,6 +40,11 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ValueError("the 'original' variant takes no artefact or eps; found "
                              f"artefact={artefact!r}, eps={eps!r}")
         return data
+    if variant in ("oracle", "texture"):
+        if artefact is not None:
+            raise ValueError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
+        from benchmark.data.oracle import make_oracle_variant
+        return make_oracle_variant(data, variant, eps)
     if artefact is None:
         if variant == "modified":
             raise ValueError("the 'modified' variant needs data.artefact = '<directory of "
@@ -55,11 +62,17 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
 
 
 @gin.configurable("data", allowlist=["name", "variant", "source", "data_dir", "eps",
-                                     "noise_seed", "artefact"])
+                                     "noise_seed", "artefact", "fixed_factors"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
               data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
-              artefact: str | None = None) -> GroundTruthData:
+              artefact: str | None = None, fixed_factors: dict | None = None
+              ) -> GroundTruthData:
     """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
-    artefact names a perturbation artefact directory ('modified', or a noise artefact)."""
-    return make_variant(get_dataset(name, source, data_dir), variant, eps=eps, seed=noise_seed,
-                        artefact=artefact)
+    artefact names a perturbation artefact directory ('modified', or a noise artefact);
+    fixed_factors {factor name: class} reduces the dataset to the other factors before the
+    variant is applied (benchmark/data/subset.py)."""
+    data = get_dataset(name, source, data_dir)
+    if fixed_factors:
+        from benchmark.data.subset import FactorSubset
+        data = FactorSubset(data, fixed_factors)
+    return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact)

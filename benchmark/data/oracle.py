@@ -1,0 +1,211 @@
+"""The positive control of issue 14 item 4: a hand-built, w-dependent m(w) and its controls.
+
+Paper 002 (sec. 4.1-4.4) says a small perturbation x' = reflect(x + eps m(w)) whose m varies
+with the factors along a *mixed* direction makes beta-VAEs lose disentanglement. Before a
+learned m can be judged, the pipeline must be shown to see such an effect at all. The
+oracle arms, all `AdditivePerturbation`s (x' = reflect(x + eps * delta)), share one fixed
+smooth full-image pattern
+
+    P[r, c] = cos(2 pi (r + c + 1) / (H + W))      float32 (H, W, C) in [-1, 1]
+
+(one period along the image diagonal, -1 on the anti-diagonal r + c = 63 and +1 in the
+top-left and bottom-right corners; mean -0.405, mean |P| = 0.636 on 64 x 64):
+
+- 'oracle'  (`OracleData`): m(w) = P * s(w), s = (x~ + y~) / 2, x~ and y~ the posX / posY
+  classes scaled to [0, 1] (class / (size - 1)): w-dependent variance along the mixed
+  direction x + y, the same for both factors.
+- 'texture' (`TextureData`): m = P * E[s] (E over the uniform factor grid, 0.5 for
+  posX x posY), the same delta for every image: the fixed-texture control that adds no
+  variance along the factors.
+- matched noise: `NoisyData` (paper 002 sec. 5.2) with the eps at which its mean |x' - x|
+  equals the oracle's (`matched_noise_eps`).
+
+On binary images (dSprites) reflection folds the sign of P away: a background pixel
+becomes eps s |P| and a sprite pixel 1 - eps s |P|, so mean |x' - x| = eps E[s] mean|P|
+exactly, 0.318 eps for the oracle and the texture arm alike.
+
+Default strength ORACLE_EPS = 0.157 (measured, `arm_magnitudes`): the oracle's mean |x' - x|
+is 0.0500 on the reduced dSprites, equal to paper 002's dSprites noise arm (uniform noise,
+eps 0.1: 0.0500) and below the published CPU-scale modified artefact (eps 0.1: 0.062 on
+full dSprites, 0.055 on the reduced one); the matched noise eps is then 0.09997, i.e.
+paper 002's own noise setting (0.1: mean |x' - x| 0.04998). `python -m benchmark.data.oracle`
+prints these numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from benchmark.data.ground_truth import GroundTruthData, as_factor_array
+from benchmark.data.variants import AdditivePerturbation, NoisyData, reflect
+
+#: the free factors whose mean is the oracle's scalar s
+ORACLE_FACTORS = ("posX", "posY")
+#: default strength of the oracle and texture arms (module docstring)
+ORACLE_EPS = 0.157
+#: the reduced dSprites of the oracle study: square (class 0; its orientation 0 and 10, 20,
+#: 30 render alike), largest scale (class 5: side 20 px), orientation 0; posX x posY free
+ORACLE_FIXED_FACTORS = {"shape": 0, "scale": 5, "orientation": 0}
+
+
+def oracle_pattern(observation_shape: Sequence[int]) -> np.ndarray:
+    """P[r, c, :] = cos(2 pi (r + c + 1) / (H + W)): float32 (H, W, C) in [-1, 1], smooth,
+    deterministic, the same in every channel."""
+    height, width, channels = (int(v) for v in observation_shape)
+    phase = (np.arange(height)[:, None] + np.arange(width)[None, :] + 1.0) / (height + width)
+    pattern = np.cos(2.0 * np.pi * phase).astype(np.float32)
+    return np.repeat(pattern[:, :, None], channels, axis=2)
+
+
+def factor_columns(data: GroundTruthData, names: Sequence[str]) -> list[int]:
+    """Columns of the free factors `names` in `data`; ValueError when one is missing."""
+    missing = [n for n in names if n not in data.factor_names]
+    if missing:
+        raise ValueError(f"the oracle perturbation needs the free factors {list(names)}; "
+                         f"{data.name} has {list(data.factor_names)} (missing {missing})")
+    return [list(data.factor_names).index(n) for n in names]
+
+
+def mixed_scalar(data: GroundTruthData, factors, names: Sequence[str] = ORACLE_FACTORS
+                 ) -> np.ndarray:
+    """s(w) = mean over `names` of class / (size - 1): float64 (n,) in [0, 1]."""
+    factors = as_factor_array(factors, data.factor_sizes)
+    cols = factor_columns(data, names)
+    spans = np.array([max(data.factor_sizes[j] - 1, 1) for j in cols], dtype=np.float64)
+    return (factors[:, cols] / spans).mean(axis=1)
+
+
+def mean_mixed_scalar(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTORS) -> float:
+    """E[s] over the uniform factor grid (the training distribution): 0.5 for factors of
+    more than one class."""
+    cols = factor_columns(data, names)
+    return float(np.mean([np.arange(data.factor_sizes[j]).mean()
+                          / max(data.factor_sizes[j] - 1, 1) for j in cols]))
+
+
+class OracleData(AdditivePerturbation):
+    """Variant 'oracle': x' = reflect(x + eps P s(w)), delta = P s(w) float32
+    (n, *observation_shape) in [-1, 1].
+
+    Args:
+      base: dataset with the free factors `factors` (posX, posY of dSprites or of its
+        reduced version).
+      eps: strength in (0, 1] (default ORACLE_EPS).
+      factors: the factors averaged into s.
+    """
+
+    variant_name = "oracle"
+
+    def __init__(self, base: GroundTruthData, eps: float | None = None,
+                 factors: Sequence[str] = ORACLE_FACTORS):
+        self.oracle_factors = tuple(factors)
+        factor_columns(base, self.oracle_factors)
+        self.pattern = oracle_pattern(base.observation_shape)
+        super().__init__(base, self.oracle_delta, ORACLE_EPS if eps is None else eps,
+                         variant=self.variant_name,
+                         metadata={"oracle_factors": list(self.oracle_factors),
+                                   "pattern": "cos(2 pi (r + c + 1) / (H + W))"})
+
+    def scalar(self, factors) -> np.ndarray:
+        """The pattern's amplitude per image, float64 (n,) in [0, 1]: s(w)."""
+        return mixed_scalar(self.base, factors, self.oracle_factors)
+
+    def oracle_delta(self, factors) -> np.ndarray:
+        """P * amplitude: float32 (n, *observation_shape) in [-1, 1]."""
+        amplitude = self.scalar(factors).astype(np.float32)
+        return self.pattern[None] * amplitude[:, None, None, None]
+
+
+class TextureData(OracleData):
+    """Variant 'texture': the fixed-texture control, delta = P E[s] for every image
+    (float32 (n, *observation_shape) in [-0.5, 0.5] for posX x posY)."""
+
+    variant_name = "texture"
+
+    def scalar(self, factors) -> np.ndarray:
+        factors = as_factor_array(factors, self.factor_sizes)
+        return np.full(len(factors), mean_mixed_scalar(self.base, self.oracle_factors))
+
+
+ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData}
+
+
+def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None
+                        ) -> OracleData:
+    """`data` as the 'oracle' or 'texture' arm at strength eps (default ORACLE_EPS)."""
+    if variant not in ORACLE_VARIANTS:
+        raise ValueError(f"unknown oracle variant {variant!r}; expected one of "
+                         f"{', '.join(ORACLE_VARIANTS)}")
+    return ORACLE_VARIANTS[variant](data, eps)
+
+
+def _grid_or_sample(data: GroundTruthData, num_images: int | None, seed: int) -> np.ndarray:
+    """Every factor vector of the grid when num_images is None, else a uniform sample."""
+    if num_images is None:
+        return data.factors_of(np.arange(data.num_images))
+    return data.sample_factors(int(num_images), np.random.default_rng(seed))
+
+
+def mean_abs_change(perturbed: AdditivePerturbation, num_images: int | None = None,
+                    seed: int = 0, batch_size: int = 512) -> float:
+    """mean |x' - x| over images and pixels (float in [0, 1]): every image of the grid when
+    num_images is None (fine for the 1,024-image reduced dSprites), else a seeded sample."""
+    factors = _grid_or_sample(perturbed, num_images, seed)
+    total = 0.0
+    for start in range(0, len(factors), batch_size):
+        chunk = factors[start:start + batch_size]
+        diff = perturbed.observations_from_factors(chunk) - \
+            perturbed.base.observations_from_factors(chunk)
+        total += float(np.abs(diff, dtype=np.float64).sum())
+    return total / (len(factors) * float(np.prod(perturbed.observation_shape)))
+
+
+def matched_noise_eps(perturbed: AdditivePerturbation, noise_seed: int = 0,
+                      num_images: int | None = None, seed: int = 0, rtol: float = 1e-5
+                      ) -> float:
+    """The eps of `NoisyData(perturbed.base, eps, noise_seed)` whose mean |x' - x| equals
+    `perturbed`'s (same images: the grid, or the same seeded sample), by bisection on
+    (0, 1] (the noise arm's mean |x' - x| grows with eps). ValueError when even eps = 1
+    changes the images less than `perturbed` does."""
+    target = mean_abs_change(perturbed, num_images, seed)
+    factors = _grid_or_sample(perturbed, num_images, seed)
+    images = perturbed.base.observations_from_factors(factors)
+    unit = NoisyData(perturbed.base, eps=1.0, seed=noise_seed).delta(factors)
+
+    def change(eps: float) -> float:          # NoisyData's arithmetic, in float32
+        noisy = unit * np.float32(eps)
+        noisy += images
+        return float(np.abs(reflect(noisy) - images, dtype=np.float64).mean())
+
+    low, high = 0.0, 1.0
+    if change(high) < target:
+        raise ValueError(f"no noise eps in (0, 1] matches mean |x' - x| = {target:.4f} "
+                         f"(eps 1 gives {change(high):.4f})")
+    while high - low > rtol * high:
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if change(mid) < target else (low, mid)
+    return 0.5 * (low + high)
+
+
+def arm_magnitudes(data: GroundTruthData, eps: float | None = None, noise_seed: int = 0,
+                   num_images: int | None = None) -> dict:
+    """{'eps', 'oracle', 'texture', 'noise_eps', 'noise'}: mean |x' - x| of each arm on
+    `data` (oracle / texture at eps, noise at its matched eps)."""
+    oracle = OracleData(data, eps)
+    noise_eps = matched_noise_eps(oracle, noise_seed, num_images)
+    return {"eps": oracle.eps, "oracle": mean_abs_change(oracle, num_images),
+            "texture": mean_abs_change(TextureData(data, eps), num_images),
+            "noise_eps": noise_eps,
+            "noise": mean_abs_change(NoisyData(data, noise_eps, noise_seed), num_images)}
+
+
+if __name__ == "__main__":
+    import json
+
+    from benchmark.data import get_dataset
+    from benchmark.data.subset import FactorSubset
+
+    reduced = FactorSubset(get_dataset("dsprites", "procedural"), ORACLE_FIXED_FACTORS)
+    print(json.dumps(arm_magnitudes(reduced), indent=2))

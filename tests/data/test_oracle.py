@@ -1,0 +1,97 @@
+import gin
+import numpy as np
+import pytest
+
+from benchmark.data import dsprites, load_data, make_variant
+from benchmark.data.oracle import (ORACLE_EPS, ORACLE_FIXED_FACTORS, OracleData, TextureData,
+                                   arm_magnitudes, matched_noise_eps, mean_abs_change,
+                                   oracle_pattern)
+from benchmark.data.subset import FactorSubset
+from benchmark.data.variants import NoisyData
+
+
+@pytest.fixture(scope="module")
+def reduced():
+    return FactorSubset(dsprites.DSprites(source="procedural"), ORACLE_FIXED_FACTORS)
+
+
+def test_pattern_is_smooth_fixed_and_in_range():
+    pattern = oracle_pattern((64, 64, 1))
+    assert pattern.shape == (64, 64, 1) and pattern.dtype == np.float32
+    assert -1.0 <= pattern.min() < -0.99 and 0.99 < pattern.max() <= 1.0
+    assert np.abs(pattern).mean() == pytest.approx(0.6365, abs=1e-3)
+    assert pattern[0, 0, 0] > 0.99 and pattern[0, 63, 0] == pytest.approx(-1.0)
+    assert np.abs(np.diff(pattern, axis=0)).max() < 0.05          # smooth: <= 2 pi / 128
+    np.testing.assert_array_equal(pattern, oracle_pattern((64, 64, 1)))
+    assert oracle_pattern((64, 64, 3)).shape == (64, 64, 3)
+
+
+def test_oracle_delta_depends_on_x_plus_y_only(reduced):
+    oracle = OracleData(reduced)
+    assert oracle.eps == ORACLE_EPS and oracle.describe()["variant"] == "oracle"
+    same_s = oracle.delta([[3, 10], [10, 3], [6, 7], [13, 0]])
+    for other in same_s[1:]:
+        np.testing.assert_array_equal(other, same_s[0])
+    np.testing.assert_allclose(same_s[0], oracle.pattern * 13 / 62, rtol=1e-6)
+    corners = oracle.delta([[0, 0], [31, 31]])
+    assert np.abs(corners[0]).max() == 0.0                       # s = 0: no change
+    np.testing.assert_allclose(corners[1], oracle.pattern)       # s = 1: the pattern
+    assert not np.array_equal(same_s[0], oracle.delta([[3, 11]])[0])
+
+
+def test_oracle_sensitivity_is_equal_for_posx_and_posy(reduced):
+    oracle = OracleData(reduced)
+    w = np.array([[5, 20]])
+    base = oracle.delta(w)
+    step_x = oracle.delta(w + [1, 0]) - base
+    step_y = oracle.delta(w + [0, 1]) - base
+    np.testing.assert_allclose(step_x, step_y, atol=1e-6)
+    np.testing.assert_allclose(step_x[0], oracle.pattern / 62, atol=1e-6)
+
+
+def test_texture_delta_is_the_same_for_every_image_and_the_oracles_mean(reduced):
+    texture = TextureData(reduced)
+    assert texture.describe()["variant"] == "texture"
+    every = reduced.factors_of(np.arange(reduced.num_images))
+    deltas = texture.delta(every)
+    assert (deltas == deltas[0]).all()
+    np.testing.assert_allclose(deltas[0], OracleData(reduced).delta(every).mean(axis=0),
+                               atol=1e-6)
+
+
+def test_arms_have_matched_mean_change(reduced):
+    magnitudes = arm_magnitudes(reduced)
+    # Binary images: mean |x' - x| = eps E[s] mean|P| = 0.157 * 0.5 * 0.6365.
+    assert magnitudes["oracle"] == pytest.approx(0.05, rel=0.01)
+    assert magnitudes["texture"] == pytest.approx(magnitudes["oracle"], rel=1e-4)
+    assert magnitudes["noise_eps"] == pytest.approx(0.1, rel=0.01)
+    assert magnitudes["noise"] == pytest.approx(magnitudes["oracle"], rel=0.05)
+    # The helper's eps, used by NoisyData itself on a sample, matches within 5 % too.
+    oracle = OracleData(reduced, eps=0.3)
+    eps = matched_noise_eps(oracle, noise_seed=3, num_images=200, seed=1)
+    noisy = mean_abs_change(NoisyData(reduced, eps, seed=3), num_images=200, seed=1)
+    assert noisy == pytest.approx(mean_abs_change(oracle, num_images=200, seed=1), rel=0.05)
+    with pytest.raises(ValueError, match="no noise eps"):
+        matched_noise_eps(NoisyData(reduced, eps=1.0, seed=0), noise_seed=1, num_images=50)
+
+
+def test_variants_through_make_variant_and_gin(reduced):
+    assert isinstance(make_variant(reduced, "oracle"), OracleData)
+    assert make_variant(reduced, "texture", eps=0.2).eps == 0.2
+    with pytest.raises(ValueError, match="takes no artefact"):
+        make_variant(reduced, "oracle", artefact="somewhere")
+    with pytest.raises(ValueError, match=r"needs the free factors \['posX', 'posY'\]"):
+        make_variant(FactorSubset(reduced.base, {"posX": 0}), "oracle")
+    gin.clear_config()
+    try:
+        gin.parse_config(["data.source = 'procedural'", "data.variant = 'oracle'",
+                          "data.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}"])
+        data = load_data()
+    finally:
+        gin.clear_config()
+    assert isinstance(data, OracleData) and data.factor_sizes == (32, 32)
+    described = data.describe()
+    assert described["variant"] == "oracle" and described["eps"] == ORACLE_EPS
+    assert described["fixed_factors"] == ORACLE_FIXED_FACTORS
+    images = data.images([0, 1023])
+    assert images.shape == (2, 64, 64, 1) and 0.0 <= images.min() and images.max() <= 1.0
