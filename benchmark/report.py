@@ -155,14 +155,21 @@ def base_variant(variant: str) -> str:
     return variant.split("@")[0]
 
 
+def default_eps(base: str, dataset: str) -> float | None:
+    """The strength a variant has when none is given: paper 002's per dataset, or the
+    oracle control's (benchmark/data/oracle.py) for 'oracle' and 'texture'."""
+    from benchmark.data.oracle import ORACLE_EPS
+    from benchmark.data.variants import DEFAULT_EPS
+    return ORACLE_EPS if base in ("oracle", "texture") else DEFAULT_EPS.get(dataset)
+
+
 def nominal(records: list[dict]) -> dict[str, str]:
     """The variant label of each dataset's default strength: 'modified@0.1' -> 'modified'
     when it is the only or the paper's strength, so the tables read like Table 1."""
-    from benchmark.data.variants import DEFAULT_EPS
     labels = {}
     for r in records:
         base, _, eps = r["variant"].partition("@")
-        if eps and float(eps) == DEFAULT_EPS.get(r["dataset"]):
+        if eps and float(eps) == default_eps(base, r["dataset"]):
             labels[(r["dataset"], r["variant"])] = base
     return labels
 
@@ -371,13 +378,13 @@ def _setting_value(row):
 
 def _eps_value(row):
     """Original data sits at eps 0 of both the modified and the noisy curve."""
-    from benchmark.data.variants import DEFAULT_EPS
     if row["setting"]:
         return []
     base, _, eps = row["variant"].partition("@")
     if base == "original":
         return [(0.0, "modified"), (0.0, "noisy")]
-    return [(float(eps) if eps else DEFAULT_EPS.get(row["dataset"], float("nan")), base)]
+    default = default_eps(base, row["dataset"])
+    return [(float(eps) if eps else float("nan") if default is None else default, base)]
 
 
 def _mean_cell(row: dict | None, column: str) -> str:

@@ -201,11 +201,22 @@ def arm_magnitudes(data: GroundTruthData, eps: float | None = None, noise_seed: 
             "noise": mean_abs_change(NoisyData(data, noise_eps, noise_seed), num_images)}
 
 
-if __name__ == "__main__":
+def main(argv) -> None:
+    """Prints `arm_magnitudes` of the oracle study's reduced dSprites as JSON."""
     import json
 
     from benchmark.data import get_dataset
     from benchmark.data.subset import FactorSubset
 
+    from absl import app
+
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
     reduced = FactorSubset(get_dataset("dsprites", "procedural"), ORACLE_FIXED_FACTORS)
     print(json.dumps(arm_magnitudes(reduced), indent=2))
+
+
+if __name__ == "__main__":
+    from absl import app
+
+    app.run(main)          # no flags of its own: absl's --helpfull and logging flags

@@ -82,3 +82,14 @@ def test_beta_vae_smoke_run_on_the_oracle_data(tmp_path):
     assert results["dataset"]["fixed_factors"] == ORACLE_FIXED_FACTORS
     assert 0.0 <= results["metrics"]["mig"]["mig"] <= 1.0
     assert len(results["metrics"]["mig"]["mig_per_factor"]) == 2
+
+
+def test_report_names_the_oracle_arms_at_their_default_strength():
+    from benchmark import report
+    records = [{"dataset": "dsprites", "variant": v}
+               for v in ("original", "oracle@0.157", "texture@0.157", "noisy@0.1", "oracle@0.2")]
+    assert report.nominal(records) == {("dsprites", "oracle@0.157"): "oracle",
+                                       ("dsprites", "texture@0.157"): "texture",
+                                       ("dsprites", "noisy@0.1"): "noisy"}
+    row = {"setting": "", "variant": "texture", "dataset": "dsprites"}
+    assert report._eps_value(row) == [(0.157, "texture")]
