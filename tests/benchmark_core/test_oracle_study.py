@@ -93,3 +93,25 @@ def test_report_names_the_oracle_arms_at_their_default_strength():
                                        ("dsprites", "noisy@0.1"): "noisy"}
     row = {"setting": "", "variant": "texture", "dataset": "dsprites"}
     assert report._eps_value(row) == [(0.157, "texture")]
+
+
+def test_registered_hypotheses_find_the_report_groups(specs):
+    """The report names the arms 'oracle', 'texture' and 'noisy' (default strengths), so
+    the study's pre-registered hypotheses are testable on its runs (fake scores here)."""
+    from benchmark import report, study
+    gin.clear_config()
+    try:
+        config.parse_config(["studies/oracle_cpu.gin"], [])
+        settings = study.study_settings()
+    finally:
+        gin.clear_config()
+    assert [h["id"] for h in settings["hypotheses"]] == ["H1", "H2", "H3", "H4"]
+    mig = {"original": 0.6, "oracle@0.157": 0.2, "texture@0.157": 0.55, "noisy@0.1": 0.5}
+    records = [{"model": "beta_vae", "dataset": "dsprites", "variant": variant,
+                "setting": "", "seed": seed, "overpruned": False, "run_dir": f"r{i}{seed}",
+                "values": {"MIG": value + 0.01 * seed, "DCI-D": value - 0.01 * seed}}
+               for i, (variant, value) in enumerate(mig.items()) for seed in range(5)]
+    groups, _ = report.group(records)
+    assert sorted(v for _, _, v, _ in groups) == ["noisy", "oracle", "original", "texture"]
+    rows = report.hypothesis_rows({"settings": settings}, groups)
+    assert [r["outcome"] for r in rows] == ["supported"] * 4
