@@ -317,11 +317,10 @@ def manipulation_diagnostics(data, network, eps: float, num_images: int = DEFAUL
     return out
 
 
-def artefact_diagnostics(directory, num_images: int = DEFAULT_IMAGES, seed: int = 0,
-                         source: str | None = None) -> dict:
-    """`manipulation_diagnostics` of the manipulation artefact in `directory` (weights
-    checked against their SHA-256) at its eps, on its dataset from `source` (default: the
-    source recorded in its metadata, else 'auto')."""
+def load_manipulation_artefact(directory, source: str | None = None) -> tuple:
+    """(dataset, m(w) network, metadata) of the manipulation artefact in `directory`
+    (weights checked against their SHA-256), the dataset from `source` (default: the
+    source recorded in its metadata, else 'auto'). ArtefactError for other kinds."""
     from benchmark.data import get_dataset
     from perturbations import artefact
 
@@ -330,7 +329,13 @@ def artefact_diagnostics(directory, num_images: int = DEFAULT_IMAGES, seed: int 
         raise artefact.ArtefactError(f"perturbation artefact {directory}: diagnostics are "
                                      f"for kind 'manipulation', found {metadata['kind']!r}")
     data = get_dataset(metadata["dataset"], source or metadata.get("source") or "auto")
-    network = artefact.load_manipulation_network(data, directory, metadata)
+    return data, artefact.load_manipulation_network(data, directory, metadata), metadata
+
+
+def artefact_diagnostics(directory, num_images: int = DEFAULT_IMAGES, seed: int = 0,
+                         source: str | None = None) -> dict:
+    """`manipulation_diagnostics` of the manipulation artefact in `directory` at its eps."""
+    data, network, metadata = load_manipulation_artefact(directory, source)
     return manipulation_diagnostics(data, network, metadata["eps"], num_images, seed)
 
 

@@ -46,16 +46,10 @@ def inspect_artefact(directory, num_images: int, seed: int = 0, source: str | No
     """The diagnostics of the manipulation artefact in `directory` (see
     diagnostics.manipulation_diagnostics); with `publish`, also written into its
     evidence.json and figure.png. ArtefactError when it cannot be loaded."""
-    from benchmark.data import get_dataset
-    from perturbations import artefact, diagnostics
+    from perturbations import diagnostics
     from perturbations.generate import publish_diagnostics
 
-    metadata = artefact.read_metadata(directory)
-    if metadata["kind"] != "manipulation":
-        raise artefact.ArtefactError(f"perturbation artefact {directory}: diagnostics are "
-                                     f"for kind 'manipulation', found {metadata['kind']!r}")
-    data = get_dataset(metadata["dataset"], source or metadata.get("source") or "auto")
-    network = artefact.load_manipulation_network(data, directory, metadata)
+    data, network, metadata = diagnostics.load_manipulation_artefact(directory, source)
     found = diagnostics.manipulation_diagnostics(data, network, metadata["eps"], num_images,
                                                  seed)
     if publish:
