@@ -11,7 +11,7 @@ import gin
 from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
-VARIANTS = ("original", "noisy", "modified", "oracle", "texture")
+VARIANTS = ("original", "noisy", "modified", "oracle", "texture", "wave", "wave_texture")
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
@@ -29,8 +29,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
                  seed: int = 0, artefact: str | None = None) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
-    `python -m perturbations.generate`) or the positive-control arms 'oracle' / 'texture'
-    (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
+    `python -m perturbations.generate`) or the positive-control arms 'oracle' / 'texture' /
+    'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
     strength."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown dataset variant {variant!r}; expected one of "
@@ -40,7 +40,7 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ValueError("the 'original' variant takes no artefact or eps; found "
                              f"artefact={artefact!r}, eps={eps!r}")
         return data
-    if variant in ("oracle", "texture"):
+    if variant in ("oracle", "texture", "wave", "wave_texture"):
         if artefact is not None:
             raise ValueError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
         from benchmark.data.oracle import make_oracle_variant

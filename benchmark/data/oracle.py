@@ -34,6 +34,7 @@ prints these numbers.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -48,6 +49,8 @@ ORACLE_EPS = 0.157
 #: the reduced dSprites of the oracle study: square (class 0; its orientation 0 and 10, 20,
 #: 30 render alike), largest scale (class 5: side 20 px), orientation 0; posX x posY free
 ORACLE_FIXED_FACTORS = {"shape": 0, "scale": 5, "orientation": 0}
+#: periods of the 'wave' arm's phase over s in [0, 1] (WaveData)
+WAVE_PERIODS = 8
 
 
 def oracle_pattern(observation_shape: Sequence[int]) -> np.ndarray:
@@ -85,6 +88,13 @@ def mean_mixed_scalar(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTO
                           / max(data.factor_sizes[j] - 1, 1) for j in cols]))
 
 
+def constant_mixed_scalar(data: GroundTruthData, factors, names: Sequence[str] = ORACLE_FACTORS
+                          ) -> np.ndarray:
+    """E[s] for every row of `factors`: float64 (n,), the texture controls' scalar."""
+    factors = as_factor_array(factors, data.factor_sizes)
+    return np.full(len(factors), mean_mixed_scalar(data, names))
+
+
 class OracleData(AdditivePerturbation):
     """Variant 'oracle': x' = reflect(x + eps P s(w)), delta = P s(w) float32
     (n, *observation_shape) in [-1, 1].
@@ -97,6 +107,9 @@ class OracleData(AdditivePerturbation):
     """
 
     variant_name = "oracle"
+    #: recorded in the dataset's metadata (the amplitude arms keep the text of their
+    #: published runs, where s or E[s] scales P)
+    pattern_description = "cos(2 pi (r + c + 1) / (H + W))"
 
     def __init__(self, base: GroundTruthData, eps: float | None = None,
                  factors: Sequence[str] = ORACLE_FACTORS):
@@ -106,7 +119,7 @@ class OracleData(AdditivePerturbation):
         super().__init__(base, self.oracle_delta, ORACLE_EPS if eps is None else eps,
                          variant=self.variant_name,
                          metadata={"oracle_factors": list(self.oracle_factors),
-                                   "pattern": "cos(2 pi (r + c + 1) / (H + W))"})
+                                   "pattern": self.pattern_description})
 
     def scalar(self, factors) -> np.ndarray:
         """The pattern's amplitude per image, float64 (n,) in [0, 1]: s(w)."""
@@ -125,11 +138,55 @@ class TextureData(OracleData):
     variant_name = "texture"
 
     def scalar(self, factors) -> np.ndarray:
-        factors = as_factor_array(factors, self.factor_sizes)
-        return np.full(len(factors), mean_mixed_scalar(self.base, self.oracle_factors))
+        return constant_mixed_scalar(self.base, factors, self.oracle_factors)
 
 
-ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData}
+def wave_delta(observation_shape: Sequence[int], phase: np.ndarray) -> np.ndarray:
+    """cos(2 pi ((r + c + 1) / (H + W) + phase_i)): float32 (n, H, W, C) in [-1, 1], one
+    image per phase (n,) (in periods): the pattern P shifted along the image diagonal."""
+    height, width, channels = (int(v) for v in observation_shape)
+    diagonal = (np.arange(height)[:, None] + np.arange(width)[None, :] + 1.0) / (height + width)
+    waves = np.cos(2.0 * np.pi * (diagonal[None] + np.asarray(phase, np.float64)[:, None, None]))
+    return np.repeat(waves.astype(np.float32)[..., None], channels, axis=3)
+
+
+class WaveData(OracleData):
+    """Variant 'wave' (the follow-up positive control, results/oracle_wave_cpu): the phase
+    of P, not its amplitude, moves with s: delta = wave_delta(phase = WAVE_PERIODS s(w)),
+    float32 (n, *observation_shape) in [-1, 1], mean |delta| 0.636 for every image.
+
+    The amplitude oracle adds variance along x + y that is global and slow: between
+    neighbouring images (one posX or posY class) its delta changes by eps P / 62, which adds
+    almost nothing to the local pixel-space geometry a beta-VAE's axes follow (measured by
+    `local_factor_gram`: the correlation of the posX and posY image differences is 0.031
+    with the amplitude oracle, 0.026 on the reduced dSprites). A phase that turns
+    WAVE_PERIODS times over s makes neighbouring images along x + y differ by a whole
+    pattern shift, and the correlation 0.45 (eps 0.157, 8 periods): the local geometry
+    then prefers the axes x + y and x - y."""
+
+    variant_name = "wave"
+    pattern_description = f"cos(2 pi ((r + c + 1) / (H + W) + {WAVE_PERIODS} s(w)))"
+
+    def phase(self, factors) -> np.ndarray:
+        """Periods of the shift, float64 (n,) in [0, WAVE_PERIODS]."""
+        return WAVE_PERIODS * self.scalar(factors)
+
+    def oracle_delta(self, factors) -> np.ndarray:
+        return wave_delta(self.observation_shape, self.phase(factors))
+
+
+class WaveTextureData(WaveData):
+    """Variant 'wave_texture': the wave's fixed-texture control, the phase WAVE_PERIODS
+    E[s] for every image (the same |delta| as 'wave', no w-dependence)."""
+
+    variant_name = "wave_texture"
+    pattern_description = f"cos(2 pi ((r + c + 1) / (H + W) + {WAVE_PERIODS} E[s]))"
+
+    def scalar(self, factors) -> np.ndarray:
+        return constant_mixed_scalar(self.base, factors, self.oracle_factors)
+
+ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData, "wave": WaveData,
+                   "wave_texture": WaveTextureData}
 
 
 def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None
@@ -187,6 +244,50 @@ def matched_noise_eps(perturbed: AdditivePerturbation, noise_seed: int = 0,
         mid = 0.5 * (low + high)
         low, high = (mid, high) if change(mid) < target else (low, mid)
     return 0.5 * (low + high)
+
+
+def local_factor_gram(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTORS,
+                      num_images: int | None = None, seed: int = 0, batch_size: int = 256
+                      ) -> dict:
+    """The local pixel-space geometry of two factors: with the central differences
+    d_a = x(w + one class of factor a) - x(w - one class) and d_b likewise (w where both
+    can step both ways; every such w of the grid when num_images is None, else a seeded
+    sample; central, so that a per-image term such as noise, shared by x(w) in forward
+    differences, does not correlate them),
+
+        gram = [[E|d_a|^2, E<d_a, d_b>], [E<d_a, d_b>, E|d_b|^2]]   (float, pixel units)
+        correlation = E<d_a, d_b> / sqrt(E|d_a|^2 E|d_b|^2)           in [-1, 1]
+
+    A beta-VAE's axes follow the directions in which images change (Rolinek et al. 2019):
+    a near-zero correlation leaves the factor axes as good as any rotation (posX and posY
+    of a square: 0.026), a large one makes the axes a + b and a - b the principal ones.
+    Returns {'factors', 'gram' (2 x 2 list), 'correlation', 'num_images'}."""
+    if len(names) != 2:
+        raise ValueError(f"local_factor_gram needs two factor names, found {list(names)}")
+    cols = factor_columns(data, names)
+    factors = _grid_or_sample(data, num_images, seed)
+    inner = factors[:, cols]
+    factors = factors[np.all((inner > 0) & (inner < np.asarray(data.factor_sizes)[cols] - 1),
+                             axis=1)]
+    sums = np.zeros((2, 2))
+    for start in range(0, len(factors), batch_size):
+        chunk = factors[start:start + batch_size]
+        steps = []
+        for col in cols:
+            ahead, behind = chunk.copy(), chunk.copy()
+            ahead[:, col] += 1
+            behind[:, col] -= 1
+            steps.append(data.observations_from_factors(ahead).reshape(len(chunk), -1)
+                         .astype(np.float64)
+                         - data.observations_from_factors(behind).reshape(len(chunk), -1))
+        for i in range(2):
+            for j in range(2):
+                sums[i, j] += float(np.einsum("np,np->", steps[i], steps[j]))
+    gram = sums / max(len(factors), 1)
+    scale = math.sqrt(gram[0, 0] * gram[1, 1])
+    return {"factors": list(names), "gram": gram.tolist(),
+            "correlation": float(gram[0, 1] / scale) if scale > 0 else 0.0,
+            "num_images": int(len(factors))}
 
 
 def arm_magnitudes(data: GroundTruthData, eps: float | None = None, noise_seed: int = 0,

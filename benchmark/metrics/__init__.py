@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import time
 import zlib
 from typing import Callable, Sequence
 
@@ -224,12 +225,15 @@ def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(ME
     names = check_names(names)
     settings = resolve_settings(names, seed) if settings is None else settings
     scores = {}
-    for name in names:
+    for number, name in enumerate(names, 1):
         entry = METRICS[name]
+        start = time.perf_counter()
         try:
             scores[name] = _suffixed(entry, entry.configurable(
                 data, representation_fn, metric_rng(settings[name]["seed"], name),
                 **_arguments(entry, settings[name])))
+            logging.info("metric %d/%d %s: %.1f s", number, len(names), name,
+                         time.perf_counter() - start)
         except codes.MetricInputError as error:
             if not record_errors:
                 raise

@@ -3,9 +3,11 @@ import numpy as np
 import pytest
 
 from benchmark.data import dsprites, load_data, make_variant
-from benchmark.data.oracle import (ORACLE_EPS, ORACLE_FIXED_FACTORS, OracleData, TextureData,
-                                   arm_magnitudes, matched_noise_eps, mean_abs_change,
-                                   oracle_pattern)
+from benchmark.data.ground_truth import GroundTruthData
+from benchmark.data.oracle import (ORACLE_EPS, ORACLE_FIXED_FACTORS, WAVE_PERIODS, OracleData,
+                                   TextureData, WaveData, WaveTextureData, arm_magnitudes,
+                                   local_factor_gram, matched_noise_eps, mean_abs_change,
+                                   oracle_pattern, wave_delta)
 from benchmark.data.subset import FactorSubset
 from benchmark.data.variants import NoisyData
 
@@ -95,3 +97,60 @@ def test_variants_through_make_variant_and_gin(reduced):
     assert described["fixed_factors"] == ORACLE_FIXED_FACTORS
     images = data.images([0, 1023])
     assert images.shape == (2, 64, 64, 1) and 0.0 <= images.min() and images.max() <= 1.0
+
+
+class _LinearImages(GroundTruthData):
+    """x(w) = 0.01 (a u + b v) + 0.5 on a 9 x 7 grid: central differences are 0.02 u and
+    0.02 v exactly, so the local Gram matrix is 4e-4 [[u.u, u.v], [u.v, v.v]]."""
+
+    name = "linear"
+    factor_names = ("a", "b")
+    factor_sizes = (9, 7)
+    factor_values = (np.arange(9.0), np.arange(7.0))
+    observation_shape = (4, 4, 1)
+
+    def __init__(self, u, v):
+        self.u, self.v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+
+    def observations_from_factors(self, factors, rng=None):
+        f = np.asarray(factors, np.float64)
+        flat = 0.5 + 0.01 * (f[:, :1] * self.u + f[:, 1:] * self.v)
+        return flat.reshape(len(f), 4, 4, 1).astype(np.float32)
+
+
+def test_local_factor_gram_known_answer():
+    rng = np.random.default_rng(3)
+    u, v = rng.normal(size=16), rng.normal(size=16)
+    data = _LinearImages(u, v)
+    out = local_factor_gram(data, ("a", "b"))
+    expected = 4e-4 * np.array([[u @ u, u @ v], [u @ v, v @ v]])
+    np.testing.assert_allclose(out["gram"], expected, rtol=1e-4)
+    assert out["correlation"] == pytest.approx(u @ v / np.sqrt((u @ u) * (v @ v)), rel=1e-4)
+    assert out["num_images"] == 7 * 5                    # interior points only
+    orthogonal = local_factor_gram(_LinearImages(np.eye(16)[0], np.eye(16)[1]), ("a", "b"))
+    assert orthogonal["correlation"] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="two factor names"):
+        local_factor_gram(data, ("a",))
+
+
+def test_wave_moves_the_phase_with_x_plus_y_and_mixes_the_local_geometry(reduced):
+    wave, texture = WaveData(reduced), WaveTextureData(reduced)
+    assert wave.describe()["variant"] == "wave" and texture.describe()["variant"] == "wave_texture"
+    same_s = wave.delta([[3, 10], [10, 3]])
+    np.testing.assert_array_equal(same_s[0], same_s[1])
+    np.testing.assert_allclose(wave.delta([[0, 0]])[0], wave_delta((64, 64, 1), [0.0])[0])
+    np.testing.assert_allclose(wave.delta([[31, 31]])[0],
+                               wave_delta((64, 64, 1), [WAVE_PERIODS])[0], atol=1e-5)
+    np.testing.assert_allclose(wave_delta((64, 64, 1), [0.0])[0], oracle_pattern((64, 64, 1)),
+                               atol=1e-6)
+    constant = texture.delta([[0, 0], [31, 31], [5, 9]])
+    np.testing.assert_array_equal(constant[0], constant[1])
+    np.testing.assert_array_equal(constant[0], constant[2])
+    # Both move every image by the same amount; only the wave mixes posX and posY locally
+    # (measured values quoted in the WaveData docstring and studies/oracle_wave_cpu.gin).
+    assert mean_abs_change(wave) == pytest.approx(mean_abs_change(texture), abs=2e-4)
+    assert local_factor_gram(reduced)["correlation"] == pytest.approx(0.0, abs=1e-3)
+    assert local_factor_gram(OracleData(reduced))["correlation"] < 0.01
+    assert local_factor_gram(texture)["correlation"] < 0.01
+    assert local_factor_gram(wave)["correlation"] == pytest.approx(0.396, abs=0.01)
+    assert isinstance(make_variant(reduced, "wave", eps=0.1), WaveData)

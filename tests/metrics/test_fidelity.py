@@ -164,8 +164,9 @@ def test_infomec_defaults_follow_paper_001():
     out = infomec.infomec_from_codes(f, z)
     assert out["infomec_active_dims"] == 4
     assert infomec.infomec_from_codes(f, z, prune_fraction=1 / 8)["infomec_active_dims"] == 3
-    # InfoE is the in-sample estimate: fitted and scored on the whole sample.
+    # InfoE is the in-sample estimate: fitted and scored on the whole sample (equal to the
+    # solver's tolerance: the two standardisations differ in the last bits).
     std = (z - z.mean(0)) / z.std(0)
-    assert out["infoe"] == pytest.approx(infomec.info_e(f, std, f, std), abs=1e-12)
+    assert out["infoe"] == pytest.approx(infomec.info_e(f, std, f, std), abs=1e-5)
     held_out = infomec.infomec_from_codes(f, z, test_fraction=0.2)["infoe"]
-    assert held_out != out["infoe"]
+    assert abs(held_out - out["infoe"]) > 1e-4

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from benchmark.metrics import infomec
 from benchmark.metrics.infomec import _ratio_score, infomec_from_codes
 from benchmark.metrics.sap import sap_from_codes
 
@@ -56,3 +57,35 @@ def test_constant_and_inactive_dims_are_pruned():
     z = np.concatenate([f + 0.0, np.full((800, 1), 3.0), 1e-4 * f[:, :1]], axis=1)
     out = infomec_from_codes(f, z)
     assert out["infomec_active_dims"] == 3
+
+
+def _near_separable(seed=0, n=3000):
+    """Factors (n, 2) with 16 and 5 classes; a 3-dim code that nearly separates the first
+    (class + small noise) and carries half of the second: lbfgs creeps on such problems."""
+    rng = np.random.default_rng(seed)
+    factors = np.stack([rng.integers(0, 16, n), rng.integers(0, 5, n)], axis=1)
+    codes = np.stack([factors[:, 0] + rng.normal(0, 0.15, n),
+                      factors[:, 1] // 2 + rng.normal(0, 0.5, n), rng.normal(size=n)], axis=1)
+    return factors, infomec._standardise(codes)
+
+
+def test_infoe_newton_and_lbfgs_reach_the_same_optimum(monkeypatch):
+    """The Newton fit (small problems) and the authors' lbfgs (large ones, up to 10,000
+    iterations) give the same InfoE: both reach the optimum of the same problem."""
+    factors, z = _near_separable()
+    newton = infomec.info_e(factors, z, factors, z)
+    monkeypatch.setattr(infomec, "NEWTON_MAX_PARAMETERS", 0)
+    lbfgs = infomec.info_e(factors, z, factors, z)
+    assert newton == pytest.approx(lbfgs, abs=2e-3)
+    assert 0.3 < newton < 0.95
+
+
+def test_infoe_logs_a_fit_that_does_not_converge(monkeypatch):
+    factors, z = _near_separable(n=600)
+    original = infomec.LogisticRegression
+    monkeypatch.setattr(infomec, "LogisticRegression",
+                        lambda **kw: original(**{**kw, "max_iter": 1}))
+    logged = []
+    monkeypatch.setattr(infomec.logging, "warning", lambda msg, *a: logged.append(msg % a))
+    infomec.info_e(factors, z, factors, z)
+    assert logged and "did not converge" in logged[0]
