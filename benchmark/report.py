@@ -5,6 +5,9 @@ directory without one is unfinished and never reported) into DIR (default
 <results>/report):
     report.md                 tables in the layout of paper 002 Table 1, drops, figures,
                               the metric settings of every column (one setting per column)
+    runs.csv                  the tidy per-run table (benchmark/results.py: identity,
+                              hyperparameters, namespaced scores) of the reported runs, with
+                              each run's table label, setting and over-pruning exclusion
     metrics.csv, metrics.tex  mean +- std over seeds per model x dataset x variant x setting
     drops.csv, drops.tex      original -> each other variant, per model and metric: the drop
                               of the mean, Welch's t-test p-value (two-sided, BH-adjusted per
@@ -37,9 +40,11 @@ import sys
 from collections import defaultdict
 
 import numpy as np
+import pandas as pd
 from absl import app, flags
 
 from benchmark import hypotheses as hypotheses_lib
+from benchmark import results as results_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
 from benchmark.stats import drop_test
@@ -70,38 +75,58 @@ class ReportError(ValueError):
 
 def load_runs(results_dir) -> list[dict]:
     """One record per finished run: model, dataset, variant (with eps), setting, seed,
-    overpruned, {column: value}, run_dir. The study's line-searched parameter, when
-    study.json names one, becomes the record's `setting`."""
+    overpruned, {column: value}, run_dir, read through the tidy table of
+    benchmark/results.py (results.json of schema version 1 or 2). The study's line-searched
+    parameter, when study.json names one, becomes the record's `setting` ('beta=8.0': the
+    run's hyperparameter as gin writes it; '?' where the run does not bind it)."""
+    return _load(results_dir)[0]
+
+
+def _load(results_dir):
+    """(records kept by `deduplicate`, their rows of the tidy table, in the same order)."""
     results_dir = pathlib.Path(results_dir)
     if not results_dir.is_dir():
         raise ReportError(f"--results: expected a directory, found {results_dir}")
     line_search = read_study(results_dir).get("settings", {}).get("line_search", {})
+    try:
+        table = results_lib.load(results_dir)
+    except results_lib.ResultsError as error:
+        raise ReportError(str(error)) from None
     records = []
-    for path in sorted(results_dir.rglob("results.json")):
-        try:
-            result = json.loads(path.read_text())
-            dataset = result["dataset"]
-            metrics = result["metrics"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ReportError(f"{path}: expected a results.json of benchmark.run, found "
-                              f"unreadable content ({error!r})")
-        variant = dataset.get("variant", "original")
-        if variant != "original" and "eps" in dataset:
-            variant = f"{variant}@{float(dataset['eps']):g}"
-        values = {}
-        for column, group, key in METRICS:
-            value = metrics.get(group, {}).get(key)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                values[column] = float(value)
+    for row in table.to_dict("records"):
+        variant = row["variant"]
+        if variant != "original" and not math.isnan(row["eps"]):
+            variant = f"{variant}@{row['eps']:g}"
         setting = ""
-        if result["model"] in line_search:
-            param = line_search[result["model"]][0]
-            setting = f"{param.split('.')[-1]}={_binding(result.get('gin_config', ''), param)}"
-        records.append({"model": result["model"], "dataset": dataset["name"],
-                        "variant": variant, "setting": setting, "seed": result["seed"],
-                        "overpruned": bool(metrics.get("health", {}).get("overpruned", False)),
-                        "values": values, "run_dir": str(path.parent)})
-    return deduplicate(records)
+        if row["model"] in line_search:
+            param = line_search[row["model"]][0]
+            value = row.get(results_lib.CONFIG + param)
+            shown = "?" if _missing(value) else results_lib.gin_text(value)
+            setting = f"{param.split('.')[-1]}={shown}"
+        values = {column: float(row[key]) for column, key in _score_columns()
+                  if _finite(row.get(key))}
+        overpruned = row.get("health/overpruned")
+        records.append({"model": row["model"], "dataset": row["dataset"], "variant": variant,
+                        "setting": setting, "seed": row["seed"],
+                        "overpruned": False if _missing(overpruned) else bool(overpruned),
+                        "values": values, "run_dir": row["run_dir"]})
+    kept = {id(r) for r in deduplicate(records)}
+    rows = [i for i, r in enumerate(records) if id(r) in kept]
+    return [records[i] for i in rows], table.iloc[rows].reset_index(drop=True)
+
+
+def _score_columns() -> list[tuple[str, str]]:
+    """(report column, namespaced key of the tidy table) of every METRICS column."""
+    return [(column, results_lib.metric_key(group, key)) for column, group, key in METRICS]
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _finite(value) -> bool:
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, (bool, np.bool_)) and math.isfinite(value))
 
 
 def read_study(results_dir) -> dict:
@@ -144,13 +169,6 @@ def deduplicate(records: list[dict]) -> list[dict]:
     return kept
 
 
-def _binding(config: str, param: str) -> str:
-    for line in config.splitlines():
-        if line.replace(" ", "").startswith(f"{param}="):
-            return line.split("=", 1)[1].strip()
-    return "?"
-
-
 def base_variant(variant: str) -> str:
     return variant.split("@")[0]
 
@@ -174,34 +192,73 @@ def nominal(records: list[dict]) -> dict[str, str]:
     return labels
 
 
+#: the columns a report groups runs by
+KEY = ["model", "dataset", "variant", "setting"]
+
+
 def group(records: list[dict]) -> tuple[dict, dict]:
-    """({(model, dataset, variant, setting): [records kept]}, {same key: excluded count})."""
+    """({(model, dataset, variant, setting): [records kept]}, {same key: excluded count});
+    variants at their dataset's default strength under their `nominal` label."""
     labels = nominal(records)
-    kept, excluded = defaultdict(list), defaultdict(int)
-    for r in records:
-        r = {**r, "variant": labels.get((r["dataset"], r["variant"]), r["variant"])}
-        key = (r["model"], r["dataset"], r["variant"], r["setting"])
-        if r["overpruned"]:
-            excluded[key] += 1
-        else:
-            kept[key].append(r)
-    return dict(kept), dict(excluded)
+    runs = [{**r, "variant": labels.get((r["dataset"], r["variant"]), r["variant"])}
+            for r in records]
+    if not runs:
+        return {}, {}
+    table = pd.DataFrame(runs, columns=[*KEY, "overpruned"])
+    pruned = table["overpruned"].astype(bool)
+    kept = {key: [runs[i] for i in index]
+            for key, index in table[~pruned].groupby(KEY).groups.items()}
+    excluded = {key: int(n) for key, n in table[pruned].groupby(KEY).size().items()}
+    return kept, excluded
+
+
+def _mean(values: pd.Series) -> float:
+    values = values.dropna().to_numpy(dtype=float)
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def _std(values: pd.Series) -> float:
+    """Sample std (ddof 1), 0 for one value."""
+    values = values.dropna().to_numpy(dtype=float)
+    return (float(np.std(values, ddof=1)) if len(values) > 1 else 0.0 if len(values)
+            else math.nan)
 
 
 def summary_rows(groups: dict, excluded: dict) -> list[dict]:
-    """Mean and sample std (ddof 1; 0 for one seed) of every column per group."""
+    """Mean and sample std (ddof 1; 0 for one seed) of every column per group (a column
+    without a value in the group is left out of its row)."""
+    kept = pd.DataFrame([{**{k: r[k] for k in KEY}, **r["values"]}
+                         for runs in groups.values() for r in runs],
+                        columns=KEY + [c for c, _, _ in METRICS])
+    statistics = {}
+    if len(kept):
+        statistics = kept.groupby(KEY).agg(**{
+            f"{column} {name}": (column, fn) for column, _, _ in METRICS
+            for name, fn in (("mean", _mean), ("std", _std))}).to_dict("index")
     rows = []
     for key in sorted(set(groups) | set(excluded)):
-        runs = groups.get(key, [])
         row = {"model": key[0], "dataset": key[1], "variant": key[2], "setting": key[3],
-               "seeds": len(runs), "excluded_overpruned": excluded.get(key, 0)}
-        for column, _, _ in METRICS:
-            values = [r["values"][column] for r in runs if column in r["values"]]
-            if values:
-                row[f"{column} mean"] = float(np.mean(values))
-                row[f"{column} std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+               "seeds": len(groups.get(key, [])), "excluded_overpruned": excluded.get(key, 0)}
+        row.update({k: v for k, v in statistics.get(key, {}).items() if not math.isnan(v)})
         rows.append(row)
     return rows
+
+
+def runs_table(records: list[dict], table: pd.DataFrame) -> pd.DataFrame:
+    """The tidy table of the reported runs (benchmark/results.py; `table`, one row per
+    record) with the report's view of each: 'report/variant' (the label of its tables),
+    'report/setting' (its line-search setting) and 'report/excluded' (over-pruned, left
+    out of the tables)."""
+    labels = nominal(records)
+    out = table.copy()
+    position = list(out.columns).index("run_dir") + 1
+    for offset, (name, values) in enumerate([
+            ("report/variant", [labels.get((r["dataset"], r["variant"]), r["variant"])
+                                for r in records]),
+            ("report/setting", [r["setting"] for r in records]),
+            ("report/excluded", [r["overpruned"] for r in records])]):
+        out.insert(position + offset, name, values)
+    return out
 
 
 def drop_rows(groups: dict) -> list[dict]:
@@ -574,7 +631,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
     out = pathlib.Path(out) if out else results_dir / "report"
-    records = load_runs(results_dir)
+    records, table = _load(results_dir)
     if not records:
         raise ReportError(f"{results_dir}: no finished run (results.json) found")
     settings_lines = _metric_settings_section(records)
@@ -586,6 +643,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     hypotheses = hypothesis_rows(study, groups)
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
+    results_lib.write_csv(runs_table(records, table), out / "runs.csv")
     write_csv(out / "metrics.csv", summary)
     write_csv(out / "drops.csv", drops or [{"note": "no original/other pair of groups"}])
     write_csv(out / "overpruning.csv", pruning)

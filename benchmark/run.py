@@ -10,8 +10,13 @@ run directory:
     fingerprint.json       the run's identity: fingerprint of its gin configuration
                            (benchmark/fingerprint.py) and the suite version
     run_manifest.json      what this run wrote (all that --overwrite removes)
+    arrays.npz             per-factor vectors and matrices of the scores (load with
+                           allow_pickle=False; benchmark/results.py)
     results.json           written last: a run directory without it is not finished;
-                           `metric_settings` records the settings behind every score
+                           schema version 2 (benchmark/results.py): hyperparameters as a
+                           flat dict of the gin bindings, scalar scores under namespaced
+                           keys ('metric/mig', 'health/psnr', 'loss/kl'), and
+                           `metric_settings`, the settings behind every score
 Every file is written to a temporary name and renamed. Everything random is seeded from
 run.seed (Python, numpy, TF and Keras initialisers before the model is built; training
 and evaluation draw from (seed, step) / (seed, purpose)), so the same command gives the
@@ -42,6 +47,7 @@ from absl import app, flags, logging
 from benchmark import config, figures
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import metrics as metrics_lib
+from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path
 from benchmark.data import load_data, pipeline
@@ -50,7 +56,7 @@ from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.registry import make_model
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = results_lib.SCHEMA_VERSION
 
 FLAGS = flags.FLAGS
 
@@ -68,7 +74,8 @@ def define_flags() -> None:
 
 #: what a run writes into its directory; run_manifest.json lists those it has written
 OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb",
-           "eval_codes.npz", "reconstructions.png", "traversals.png", "results.json")
+           "eval_codes.npz", "reconstructions.png", "traversals.png", "arrays.npz",
+           "results.json")
 MANIFEST = "run_manifest.json"
 
 
@@ -362,18 +369,15 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             lambda c: np.asarray(model.decode_images(c)),
             f"{model.name} on {described['name']} ({described.get('variant', 'original')})",
             scores["health"].get("mean_posterior_variance"))
-    results = {"schema_version": SCHEMA_VERSION, "seed": settings["seed"],
-               "model": model.name, "dataset": described, "settings": {
-                   k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
-               "steps": training["steps"], "resumed_from": training["resumed_from"],
-               "train_seconds": training["seconds"],
-               "wall_seconds": time.perf_counter() - start,
-               "final_losses": training["final_terms"], "metrics": scores,
-               "metric_settings": metric_settings,
-               "gin_config": gin.config_str()}
-    results.update(fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
-    _claim(output_dir, "results.json")
-    write_json(output_dir / "results.json", results)
+    _claim(output_dir, results_lib.ARRAYS, results_lib.FILE_NAME)
+    results_lib.write(
+        output_dir, model=model.name, seed=settings["seed"], dataset=described,
+        scores=scores, final_losses=training["final_terms"], gin_config=gin.config_str(),
+        metric_settings=metric_settings,
+        settings={k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        steps=training["steps"], resumed_from=training["resumed_from"],
+        train_seconds=training["seconds"], wall_seconds=time.perf_counter() - start,
+        fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
     return output_dir
 
 

@@ -15,6 +15,7 @@ import gin
 import numpy as np
 from gin import config_parser
 
+from benchmark import results as results_lib
 from benchmark import train as train_lib
 from models.registry import make_model
 from perturbations.artefact import is_integer, is_number, read_json_object
@@ -86,19 +87,30 @@ def read_reference(run_dir) -> dict:
             value = value.get(key) if isinstance(value, dict) else None
         return value
 
-    mig = field("metrics", "mig", "mig")
+    if results.get("schema_version") == results_lib.SCHEMA_VERSION:   # benchmark/results.py
+        mig_name, variance_name = "scalars['metric/mig']", "health/mean_posterior_variance"
+        mig = field("scalars", "metric/mig")
+        try:
+            variance = results_lib.read_arrays(run_dir).get(variance_name)
+        except results_lib.ResultsError as error:
+            raise ReferenceError(str(error)) from None
+        variance = None if variance is None else variance.tolist()
+        variance_name = f"{results_lib.ARRAYS}[{variance_name!r}]"
+    else:                                                        # schema version 1
+        mig_name, variance_name = "metrics.mig.mig", "metrics.health.mean_posterior_variance"
+        mig = field("metrics", "mig", "mig")
+        variance = field("metrics", "health", "mean_posterior_variance")
     if mig is None:
         raise ReferenceError(f"reference {run_dir}: expected a MIG score in results.json "
                              "(run.metrics must include 'mig'), found none")
     if not is_number(mig):
-        raise ReferenceError(f"{path}: expected metrics.mig.mig, a finite number, found "
+        raise ReferenceError(f"{path}: expected {mig_name}, a finite number, found "
                              f"{mig!r} ({type(mig).__name__})")
-    variance = field("metrics", "health", "mean_posterior_variance")
     if variance is None:
         raise ReferenceError(f"reference {run_dir}: expected a variational model with posterior "
                              f"variances, found model {results.get('model')!r} without them")
     if not (isinstance(variance, list) and variance and all(is_number(v) for v in variance)):
-        raise ReferenceError(f"{path}: expected metrics.health.mean_posterior_variance, a "
+        raise ReferenceError(f"{path}: expected {variance_name}, a "
                              f"list of finite numbers, found {str(variance)[:80]}")
     if not is_integer(results.get("seed")):
         raise ReferenceError(f"{path}: expected an integer seed, found "

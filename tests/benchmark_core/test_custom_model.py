@@ -100,10 +100,11 @@ def test_custom_model_runs_through_the_runner_cli(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
     assert results["model"] == "wae_mmd"
-    assert set(results["final_losses"]) >= {"loss", "reconstruction", "mmd"}
-    assert 0.0 <= results["metrics"]["mig"]["mig"] <= 1.0
-    assert results["metrics"]["health"]["psnr"] > 0
-    assert "active_units" not in results["metrics"]["health"]     # no posterior variance
+    scalars = results["scalars"]
+    assert {"loss/loss", "loss/reconstruction", "loss/mmd"} <= set(scalars)
+    assert 0.0 <= scalars["metric/mig"] <= 1.0
+    assert scalars["health/psnr"] > 0
+    assert "health/active_units" not in scalars                  # no posterior variance
 
 
 def test_custom_model_runs_through_the_audit(tmp_path):

@@ -80,8 +80,8 @@ def test_beta_vae_smoke_run_on_the_oracle_data(tmp_path):
     assert results["dataset"]["variant"] == "oracle"
     assert results["dataset"]["factor_sizes"] == [32, 32]
     assert results["dataset"]["fixed_factors"] == ORACLE_FIXED_FACTORS
-    assert 0.0 <= results["metrics"]["mig"]["mig"] <= 1.0
-    assert len(results["metrics"]["mig"]["mig_per_factor"]) == 2
+    assert 0.0 <= results["scalars"]["metric/mig"] <= 1.0
+    assert results["arrays"]["metric/mig/per_factor"] == [2]
 
 
 def test_report_names_the_oracle_arms_at_their_default_strength():

@@ -47,16 +47,26 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     first = _run(*args)
     assert first.returncode == 0, first.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
-    assert results["schema_version"] == 1 and results["steps"] == 4
+    assert results["schema_version"] == 2 and results["steps"] == 4
     assert results["dataset"]["name"] == "dsprites" and results["model"] == "beta_vae"
-    assert 0.0 <= results["metrics"]["mig"]["mig"] <= 1.0
-    assert set(results["final_losses"]) >= {"loss", "reconstruction", "kl"}
+    scalars = results["scalars"]
+    assert 0.0 <= scalars["metric/mig"] <= 1.0
+    assert {"loss/loss", "loss/reconstruction", "loss/kl"} <= set(scalars)
+    # hyperparameters: the operative bindings, flat and JSON-typed
+    hyper = results["hyperparameters"]
+    assert hyper["beta_vae.beta"] == 1.0 and hyper["run.steps"] == 4
+    assert hyper["run.metrics"] == ["mig"] and hyper["data.source"] == "procedural"
     assert (out / "operative_config.gin").read_text().count("beta_vae.beta") == 1
     assert (out / "eval_codes.npz").exists() and list((out / "tb").iterdir())
-    health = results["metrics"]["health"]
-    assert 0 <= health["active_units"] <= 3 and len(health["mean_posterior_variance"]) == 3
-    assert health["overpruned"] == (health["active_units"] < 5)
-    assert health["psnr"] > 0 and health["reconstruction_loss"] > 0
+    assert 0 <= scalars["health/active_units"] <= 3
+    assert scalars["health/overpruned"] == (scalars["health/active_units"] < 5)
+    assert scalars["health/psnr"] > 0 and scalars["health/reconstruction_loss"] > 0
+    with np.load(out / "arrays.npz", allow_pickle=False) as arrays:
+        assert arrays["health/mean_posterior_variance"].shape == (3,)
+        assert arrays["metric/mig/per_factor"].shape == (5,)
+    assert results["arrays"] == {"health/mean_posterior_variance": [3],
+                                 "metric/mig/per_factor": [5]}
+    assert "arrays.npz" in json.loads((out / "run_manifest.json").read_text())
     for name in ("reconstructions.png", "traversals.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[
@@ -198,10 +208,13 @@ def test_same_seed_same_run_in_another_process_also_after_ctrl_c_and_kill(tmp_pa
     b = json.loads((out / "results.json").read_text())
     assert a["resumed_from"] == 0 and b["resumed_from"] > 0 and b["steps"] == 150
     assert a["fingerprint"] == b["fingerprint"]
-    assert set(a["final_losses"]) >= {"loss", "kl"}
-    assert b["final_losses"] == pytest.approx(a["final_losses"], rel=1e-5)
-    np.testing.assert_allclose(b["metrics"]["mig"]["mig_per_factor"],
-                               a["metrics"]["mig"]["mig_per_factor"], rtol=1e-4, atol=1e-6)
+    losses_a, losses_b = ({k: v for k, v in r["scalars"].items() if k.startswith("loss/")}
+                          for r in (a, b))
+    assert set(losses_a) >= {"loss/loss", "loss/kl"}
+    assert losses_b == pytest.approx(losses_a, rel=1e-5)
+    with np.load(straight / "arrays.npz") as arrays_a, np.load(out / "arrays.npz") as arrays_b:
+        np.testing.assert_allclose(arrays_b["metric/mig/per_factor"],
+                                   arrays_a["metric/mig/per_factor"], rtol=1e-4, atol=1e-6)
     weights_a, weights_b = _final_weights(straight), _final_weights(out)
     assert len(weights_a) > 10 and weights_a.keys() == weights_b.keys()
     for name, value in weights_a.items():
@@ -241,8 +254,10 @@ def test_configurations_never_share_a_run_and_overwrite_keeps_foreign_files(tmp_
     temporaries[2].write_text("partial")
     _run_here(eight, "beta_vae.beta = 8")
     again = json.loads((eight / "results.json").read_text())
-    assert again["resumed_from"] == 4 and again["final_losses"] == first["final_losses"]
-    assert again["final_losses"] and not any(p.exists() for p in temporaries)
+    losses = [{k: v for k, v in r["scalars"].items() if k.startswith("loss/")}
+              for r in (first, again)]
+    assert again["resumed_from"] == 4 and losses[1] == losses[0]
+    assert losses[0] and not any(p.exists() for p in temporaries)
 
     # --overwrite: replaces the run, removes what it wrote, never a foreign file
     (one / "notes.txt").write_text("mine")
@@ -310,7 +325,7 @@ def test_quantised_models_are_scored_as_discrete_codes(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["metric_settings"]["infomec"]["discrete"] is True
     assert results["metric_settings"]["infomec"]["prune_fraction"] == pytest.approx(1 / 20)
-    assert "infom" in results["metrics"]["infomec"] or "error" in results["metrics"]["infomec"]
+    assert "metric/infomec/infom" in results["scalars"] or "infomec" in results["errors"]
 
 
 def test_bad_setting_on_the_command_line_is_one_line(tmp_path):

@@ -141,7 +141,7 @@ def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
     assert summary["failed"] == ["broken_dsprites_original_seed0"]
     result = json.loads((out / "runs" / "ae_dsprites_original_seed0" / "results.json")
                         .read_text())
-    assert result["steps"] == 4 and "mig" in result["metrics"]
+    assert result["steps"] == 4 and "metric/mig" in result["scalars"]
     again = study.execute(settings, backend="ray")          # finished run skipped
     assert again["ran"] == [] and again["skipped"] == ["broken_dsprites_original_seed0"]
 
