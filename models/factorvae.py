@@ -3,9 +3,10 @@
 The VAE minimises reconstruction + KL + gamma * TC, with the total correlation estimated
 by a discriminator D on the sampled codes: TC ~ mean(logit_real - logit_permuted) of D's
 two logits. D (6 dense layers of 1000 units, LeakyReLU 0.2) is trained with its own Adam
-(lr 1e-4, beta1 0.5, beta2 0.9: `models.optimizers.factor_vae_discriminator_adam`) to tell codes from codes whose every dim was permuted
+(lr 1e-4, beta1 0.5, beta2 0.9) to tell codes from codes whose every dim was permuted
 independently across the batch (which keeps each dim's marginal and removes dependence).
-gamma: 35 (dSprites) / 7 (Shapes3D), paper 002 Table 2.
+gamma: 35 (dSprites) / 7 (Shapes3D), paper 002 Table 2. D's optimiser is
+`models.optimizers.factor_vae_discriminator_adam` (gin `factor_vae_discriminator_adam.*`).
 """
 
 from __future__ import annotations
