@@ -54,7 +54,7 @@ from benchmark.data import load_data, pipeline
 from benchmark.lock import DirectoryLocked, directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
-from models.registry import make_model
+from models.configurables import configured_model
 
 SCHEMA_VERSION = results_lib.SCHEMA_VERSION
 
@@ -305,7 +305,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     # Seeded again right here: initial weights depend on the seed alone, not on how much
     # randomness loading the data used.
     keras.utils.set_random_seed(settings["seed"])
-    model = make_model(data.observation_shape)
+    model = configured_model(data.observation_shape)
     described = data.describe()
     if output_dir is None:
         output_dir = default_output_dir(model.name, described, settings["seed"], ident)

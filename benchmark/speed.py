@@ -219,13 +219,14 @@ def speed_train() -> list[dict]:
 
     from benchmark.config import GIN_SEARCH_PATH
     from benchmark.data import get_dataset
-    from models.registry import METHODS, make_model
+    from models.configurables import configured_model
+    from models.registry import METHODS
     data = get_dataset(FLAGS.dataset, "procedural")
     rows = []
     for precision in FLAGS.precision:
         keras.mixed_precision.set_global_policy(precision)
         for method in FLAGS.model or METHODS:
-            model = _speed_model(method, data, make_model, GIN_SEARCH_PATH, gin)
+            model = _speed_model(method, data, configured_model, GIN_SEARCH_PATH, gin)
             kind = model.input_kind
             batches = _train_batches(data, kind, min(FLAGS.repeats * FLAGS.train_steps, 64))
             step = tf.function(lambda b, i: model.train_step(b, i, tf.stack(

@@ -16,12 +16,10 @@ normalisation and a StyleGAN-like decoder with AdaIN. It is much heavier than dl
 
 from __future__ import annotations
 
-import gin
 import keras
 from keras import layers
 
 
-@gin.configurable("conv_encoder", allowlist=["num_latents"])
 def conv_encoder(input_shape=(64, 64, 1), num_latents: int = 10, name: str = "encoder"
                  ) -> keras.Model:
     """images float32 (n, 64, 64, c) in [0, 1] -> {'mean', 'logvar'}, each (n, num_latents)."""
@@ -35,7 +33,6 @@ def conv_encoder(input_shape=(64, 64, 1), num_latents: int = 10, name: str = "en
     return keras.Model(images, outputs, name=name)
 
 
-@gin.configurable("conv_decoder", allowlist=[])
 def conv_decoder(num_latents: int = 10, output_shape=(64, 64, 1), name: str = "decoder"
                  ) -> keras.Model:
     """latents (n, num_latents) -> pixel logits (n, 64, 64, c)."""
@@ -50,7 +47,6 @@ def conv_decoder(num_latents: int = 10, output_shape=(64, 64, 1), name: str = "d
     return keras.Model(latents, logits, name=name)
 
 
-@gin.configurable("mlp_encoder", allowlist=["hidden"])
 def mlp_encoder(input_shape=(64, 64, 1), num_latents: int = 10, hidden=(1200, 1200),
                 name: str = "encoder") -> keras.Model:
     """dlib's fully connected encoder: flatten, ReLU layers `hidden`, mean/logvar heads."""
@@ -63,7 +59,6 @@ def mlp_encoder(input_shape=(64, 64, 1), num_latents: int = 10, hidden=(1200, 12
     return keras.Model(images, outputs, name=name)
 
 
-@gin.configurable("mlp_decoder", allowlist=["hidden"])
 def mlp_decoder(num_latents: int = 10, output_shape=(64, 64, 1), hidden=(1200, 1200, 1200),
                 name: str = "decoder") -> keras.Model:
     """dlib's fully connected decoder (tanh hidden layers) -> pixel logits (n, 64, 64, c)."""
@@ -132,7 +127,6 @@ class LearnedConstant(layers.Layer):
         return {**super().get_config(), "shape": self.map_shape}
 
 
-@gin.configurable("stylegan_encoder", allowlist=["widths"])
 def stylegan_encoder(input_shape=(64, 64, 1), num_latents: int = 10, widths=(32, 64, 128, 256),
                      name: str = "encoder") -> keras.Model:
     """Paper 001 C.3 encoder: 4 blocks (widths 32-256) down to (4, 4, 256), flatten, two
@@ -149,7 +143,6 @@ def stylegan_encoder(input_shape=(64, 64, 1), num_latents: int = 10, widths=(32,
     return keras.Model(images, outputs, name=name)
 
 
-@gin.configurable("stylegan_decoder", allowlist=["widths"])
 def stylegan_decoder(num_latents: int = 10, output_shape=(64, 64, 1),
                      widths=(256, 128, 64, 32), name: str = "decoder") -> keras.Model:
     """Paper 001 C.3 decoder: w = two dense 256 ReLU of z; a learned (4, 4, 256) map of 0.1s

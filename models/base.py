@@ -5,20 +5,16 @@ A model computes `loss_terms(batch, step, seed) -> {'loss': ..., other named ter
 optimiser (FactorVAE's discriminator) override `train_step`, `optimizers_list` and
 `optimizer_variables`. `input_kind` tells the runner which stream to feed:
 'images', 'pairs' (x_t, x_t+1) or 'pairs_with_negatives' (x_t, x_t+1, x_random).
+The optimiser is an argument: the registry builds the configured one
+(models/registry.py); without one, disentanglement_lib's Adam with its defaults.
 """
 
 from __future__ import annotations
 
-import gin
 import keras
 import tensorflow as tf
 
-
-@gin.configurable("adam")
-def dlib_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
-              epsilon: float = 1e-8) -> keras.optimizers.Optimizer:
-    """disentanglement_lib's optimiser (REFERENCE.md, Methods)."""
-    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+from models.optimizers import dlib_adam
 
 
 class TrainableModel(keras.Model):
@@ -27,6 +23,7 @@ class TrainableModel(keras.Model):
     input_kind = "images"
 
     def __init__(self, optimizer: keras.optimizers.Optimizer | None = None, **kwargs):
+        """optimizer: what updates the model (None: `dlib_adam()`, its defaults)."""
         super().__init__(**kwargs)
         self.model_optimizer = optimizer or dlib_adam()
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 
-import gin
 import tensorflow as tf
 
 
@@ -106,7 +105,6 @@ def minimal_support_scale(z, low: float = 0.0, high: float = 1.0):
                          + tf.nn.relu(tf.reduce_min(z, axis=1) - low))
 
 
-@gin.configurable("cliff_vae")
 def cliff_vae(beta: float = 10.0, lambda_a: float = 1.0, lambda_uni: float = 0.5,
               lambda_biv: float = 1.0, lambda_kl_uni: float = 0.7, sigma: float = 0.1):
     """beta-VAE + lambda_a L_Cliff (eq. 9); defaults: Shapes3D optimum of appendix F.4."""
@@ -119,14 +117,12 @@ def cliff_vae(beta: float = 10.0, lambda_a: float = 1.0, lambda_uni: float = 0.5
     return regularizer
 
 
-@gin.configurable("cliff_ae")
 def cliff_ae(lambda_a: float = 1.0, lambda_uni: float = 0.5, lambda_biv: float = 1.0,
              lambda_kl_uni: float = 0.7, sigma: float = 0.1):
     """Autoencoder + lambda_a L_Cliff (paper 004 eq. 17): `cliff_vae` without the KL."""
     return cliff_vae(0.0, lambda_a, lambda_uni, lambda_biv, lambda_kl_uni, sigma)
 
 
-@gin.configurable("hfs_vae")
 def hfs_vae(beta: float = 1.0, gamma: float = 100.0, delta: float = 1.0):
     """beta-VAE + gamma HFS + delta minimal-support scale (Roth et al. 2023); beta, gamma:
     paper 004's tuned Shapes3D values (appendix F.4); delta: Roth et al.'s default."""

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 
-import gin
 import keras
 import tensorflow as tf
 
 from models.base import TrainableModel
 from models.factorvae import discriminator, tc_and_discriminator_loss, train_with_discriminator
+from models.optimizers import cosine_adam
 
 
 def temperature(step, total_steps: int, start: float = 1.0, end: float = 0.1,
@@ -58,7 +58,11 @@ def gumbel_softmax(logits, tau, seed):
 
 
 class DiscreteLatentVAE(TrainableModel):
-    """Batches are images (n, 64, 64, c) in [0, 1]."""
+    """Batches are images (n, 64, 64, c) in [0, 1].
+
+    optimizer / discriminator_optimizer (the latter used when gamma > 0): None is
+    `cosine_adam()`, paper 003's schedule; `make_discrete_vae` builds both from its
+    learning-rate settings."""
 
     #: the representation is one codebook value per latent: discrete estimators apply
     #: (InfoMEC, paper 001 sec. 4.1)
@@ -67,22 +71,15 @@ class DiscreteLatentVAE(TrainableModel):
     def __init__(self, encoder, decoder, num_latents: int, codebook_size: int = 64,
                  logits_from: str = "distance", beta: float = 1e-3, gamma: float = 1e-4,
                  total_steps: int = 100000, tau_start: float = 1.0, tau_end: float = 0.1,
-                 tau_schedule: str = "exponential", learning_rate: float = 1e-3,
-                 lr_decay_steps: int = 50000, lr_end: float = 1.25e-6, **kwargs):
+                 tau_schedule: str = "exponential", optimizer=None,
+                 discriminator_optimizer=None, **kwargs):
         if logits_from not in ("distance", "encoder"):
             raise ValueError(f"logits_from must be 'distance' (QVAE) or 'encoder' (dVAE), "
                              f"found {logits_from!r}")
         if tau_schedule not in ("cosine", "exponential"):
             raise ValueError(f"tau_schedule must be 'cosine' or 'exponential', found "
                              f"{tau_schedule!r}")
-        if not 0 <= lr_end <= learning_rate:
-            raise ValueError(f"discrete_vae.lr_end must be in [0, learning_rate = "
-                             f"{learning_rate}], found {lr_end}")
-
-        def schedule():
-            return keras.optimizers.schedules.CosineDecay(
-                learning_rate, int(lr_decay_steps), alpha=lr_end / learning_rate)
-        super().__init__(keras.optimizers.Adam(schedule()), **kwargs)
+        super().__init__(optimizer or cosine_adam(), **kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.num_latents, self.codebook_size = int(num_latents), int(codebook_size)
         self.logits_from = logits_from
@@ -94,8 +91,7 @@ class DiscreteLatentVAE(TrainableModel):
         self.discriminator = None
         if self.gamma > 0:
             self.discriminator = discriminator((self.num_latents, self.codebook_size), 1000, 5)
-            self.discriminator_optimizer = keras.optimizers.Adam(
-                schedule())
+            self.discriminator_optimizer = discriminator_optimizer or cosine_adam()
 
     def logits(self, images, training: bool = False):
         """Categorical logits (n, d, K)."""
@@ -166,9 +162,6 @@ VARIANTS = {"factor_qvae": ("distance", True), "qvae": ("distance", False),
             "factor_dvae": ("encoder", True), "dvae": ("encoder", False)}
 
 
-@gin.configurable("discrete_vae", allowlist=["codebook_size", "beta", "gamma", "total_steps",
-                                             "tau_start", "tau_end", "tau_schedule",
-                                             "learning_rate", "lr_decay_steps", "lr_end"])
 def make_discrete_vae(make_encoder, make_decoder, observation_shape, num_latents: int,
                       variant: str, codebook_size: int = 64, beta: float = 1e-3,
                       gamma: float = 1e-4, total_steps: int = 100000,
@@ -176,13 +169,22 @@ def make_discrete_vae(make_encoder, make_decoder, observation_shape, num_latents
                       tau_schedule: str = "exponential", learning_rate: float = 1e-3,
                       lr_decay_steps: int = 50000, lr_end: float = 1.25e-6
                       ) -> DiscreteLatentVAE:
-    """One of VARIANTS; defaults: paper 003's FactorQVAE on Shapes3D (Table 3)."""
+    """One of VARIANTS; defaults: paper 003's FactorQVAE on Shapes3D (Table 3). Both
+    optimisers: Adam with the learning rate cosine-annealed from `learning_rate` to `lr_end`
+    over `lr_decay_steps` (`models.optimizers.cosine_adam`)."""
     from models.architectures import mean_only
+    if not 0 <= lr_end <= learning_rate:
+        raise ValueError(f"discrete_vae.lr_end must be in [0, learning_rate = "
+                         f"{learning_rate}], found {lr_end}")
     logits_from, factorised = VARIANTS[variant]
     width = num_latents * codebook_size if logits_from == "encoder" else num_latents
     encoder = mean_only(make_encoder(tuple(observation_shape), num_latents=width),
                         f"{variant}_encoder")
+    gamma = gamma if factorised else 0.0
+
+    def optimizer():
+        return cosine_adam(learning_rate, lr_decay_steps, lr_end)
     return DiscreteLatentVAE(encoder, make_decoder(num_latents, tuple(observation_shape)),
-                             num_latents, codebook_size, logits_from, beta,
-                             gamma if factorised else 0.0, total_steps, tau_start, tau_end,
-                             tau_schedule, learning_rate, lr_decay_steps, lr_end, name=variant)
+                             num_latents, codebook_size, logits_from, beta, gamma, total_steps,
+                             tau_start, tau_end, tau_schedule, optimizer(),
+                             optimizer() if gamma > 0 else None, name=variant)

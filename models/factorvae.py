@@ -5,16 +5,17 @@ by a discriminator D on the sampled codes: TC ~ mean(logit_real - logit_permuted
 two logits. D (6 dense layers of 1000 units, LeakyReLU 0.2) is trained with its own Adam
 (lr 1e-4, beta1 0.5, beta2 0.9) to tell codes from codes whose every dim was permuted
 independently across the batch (which keeps each dim's marginal and removes dependence).
-gamma: 35 (dSprites) / 7 (Shapes3D), paper 002 Table 2.
+gamma: 35 (dSprites) / 7 (Shapes3D), paper 002 Table 2. D's optimiser is
+`models.optimizers.factor_vae_discriminator_adam` (gin `factor_vae_discriminator_adam.*`).
 """
 
 from __future__ import annotations
 
-import gin
 import keras
 import tensorflow as tf
 
 from models import losses
+from models.optimizers import factor_vae_discriminator_adam
 from models.vae import VAE
 
 
@@ -69,9 +70,11 @@ def discriminator(input_shape, units: int = 1000, layers_count: int = 6) -> kera
     return keras.Model(codes, keras.layers.Dense(2, dtype="float32")(x), name="discriminator")
 
 
-@gin.configurable("factor_vae", allowlist=["gamma", "discriminator_units"])
 class FactorVAE(VAE):
-    """Batches are images (n, 64, 64, c)."""
+    """Batches are images (n, 64, 64, c).
+
+    optimizer / discriminator_optimizer: of the VAE and of D (None: `dlib_adam()` /
+    `factor_vae_discriminator_adam()`, their defaults)."""
 
     def __init__(self, encoder, decoder, gamma: float = 35.0, discriminator_units: int = 1000,
                  optimizer=None, discriminator_optimizer=None, **kwargs):
@@ -79,8 +82,8 @@ class FactorVAE(VAE):
         self.gamma = float(gamma)
         self.discriminator = discriminator(encoder.output["mean"].shape[-1],
                                            discriminator_units)
-        self.discriminator_optimizer = discriminator_optimizer or keras.optimizers.Adam(
-            1e-4, beta_1=0.5, beta_2=0.9)
+        self.discriminator_optimizer = (discriminator_optimizer
+                                        or factor_vae_discriminator_adam())
 
     def _vae_variables(self):
         return self.encoder.trainable_variables + self.decoder.trainable_variables

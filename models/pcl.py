@@ -9,7 +9,6 @@ no decoder; the representation is h(x) (the encoder's mean head).
 
 from __future__ import annotations
 
-import gin
 import keras
 import tensorflow as tf
 
@@ -23,7 +22,6 @@ def pcl_logits(h_first, h_second, w1, w2, b, a, c):
                           axis=1) + c)
 
 
-@gin.configurable("pcl", allowlist=[])
 class PCL(TrainableModel):
     """Batches are (x_t, x_t-1, x_random), each float32 (n, 64, 64, c)."""
 

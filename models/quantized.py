@@ -21,28 +21,18 @@ steps on dSprites). The representation is the quantised posterior mean.
 
 from __future__ import annotations
 
-import gin
-import keras
 import tensorflow as tf
 
 from models import losses
 from models.base import TrainableModel
+from models.optimizers import paper001_adamw
 from models.quantizers import ScalarCodebookQuantizer, VectorQuantizer
 
 
-@gin.configurable("adamw", allowlist=["learning_rate", "beta_1", "beta_2", "weight_decay",
-                                      "clipnorm"])
-def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.99,
-                   weight_decay: float = 0.1, clipnorm: float | None = 1.0
-                   ) -> keras.optimizers.Optimizer:
-    """AdamW of paper 001 Table 9 (weight decay 0.1, its tuned QLAE value on Table 11's grid;
-    gradient clipping 1.0, REFERENCE.md)."""
-    return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
-                                  beta_2=beta_2, clipnorm=clipnorm)
-
-
 class QuantizedAE(TrainableModel):
-    """encoder (mean head) -> quantiser -> decoder; batches are images (n, 64, 64, c)."""
+    """encoder (mean head) -> quantiser -> decoder; batches are images (n, 64, 64, c).
+    optimizer: None is `paper001_adamw()` (its defaults); the codebook is excluded from its
+    weight decay."""
 
     #: the representation takes finitely many values per dim (codebook values or indices):
     #: the runner scores it with discrete estimators (InfoMEC, paper 001 sec. 4.1)
@@ -109,23 +99,20 @@ class QuantizedAE(TrainableModel):
         return {"loss": loss, "reconstruction": reconstruction, **aux, **terms}
 
 
-@gin.configurable("qlae", allowlist=["num_values", "shared_codebook", "lambda_quantize",
-                                     "lambda_commit"])
 def make_qlae(encoder, decoder, num_latents: int, num_values: int = 10,
               shared_codebook: bool = False, lambda_quantize: float = 1e-2,
-              lambda_commit: float = 1e-2, name: str = "qlae") -> QuantizedAE:
+              lambda_commit: float = 1e-2, optimizer=None, name: str = "qlae"
+              ) -> QuantizedAE:
     """QLAE (paper 001): n_v = 10 values per dim, both loss weights 1e-2 (Table 8);
     shared_codebook = True is Table 2's ablation "w/o dimension-specific codebooks"."""
     quantizer = ScalarCodebookQuantizer(num_latents, num_values, shared=shared_codebook)
     return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
-                       name=name)
+                       optimizer=optimizer, name=name)
 
 
-@gin.configurable("qlvae", allowlist=["num_values", "lambda_quantize", "lambda_commit",
-                                      "lambda_kl"])
 def make_qlvae(encoder, decoder, num_latents: int, num_values: int = 10,
                lambda_quantize: float = 1e-2, lambda_commit: float = 1e-2,
-               lambda_kl: float = 1.0) -> QuantizedAE:
+               lambda_kl: float = 1.0, optimizer=None) -> QuantizedAE:
     """QLVAE: QLAE's codebooks and loss weights (paper 001 Table 8) on a Gaussian encoder
     (mean and logvar heads) whose sample is quantised, plus lambda_kl * KL to N(0, I) at the
     per-pixel scale (1: the ELBO's weight)."""
@@ -133,24 +120,17 @@ def make_qlvae(encoder, decoder, num_latents: int, num_values: int = 10,
         raise ValueError(f"qlvae.lambda_kl must be > 0 (0 is QLAE), found {lambda_kl}")
     quantizer = ScalarCodebookQuantizer(num_latents, num_values)
     return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
-                       lambda_kl=lambda_kl, name="qlvae")
+                       optimizer=optimizer, lambda_kl=lambda_kl, name="qlvae")
 
 
-@gin.configurable("vq_vae", allowlist=["vector_size", "codebook_size", "lambda_quantize",
-                                       "lambda_commit"])
-def vq_vae_sizes(vector_size: int = 64, codebook_size: int = 512,
-                 lambda_quantize: float = 1.0, lambda_commit: float = 0.25) -> dict:
-    """VQ-VAE baseline of paper 001 (d = 64, n_v = 512); loss weights of van den Oord et al.
-    (quantize 1, commit 0.25), which paper 001 does not restate."""
-    return dict(vector_size=int(vector_size), codebook_size=int(codebook_size),
-                lambda_quantize=float(lambda_quantize), lambda_commit=float(lambda_commit))
-
-
-def make_vq_vae(encoder, decoder, num_latents: int, vector_size: int, codebook_size: int,
-                lambda_quantize: float, lambda_commit: float, name: str = "vq_vae"
+def make_vq_vae(encoder, decoder, num_latents: int, vector_size: int = 64,
+                codebook_size: int = 512, lambda_quantize: float = 1.0,
+                lambda_commit: float = 0.25, optimizer=None, name: str = "vq_vae"
                 ) -> QuantizedAE:
-    """VQ-VAE over n_z = num_latents vectors; encoder and decoder use n_z * vector_size
-    continuous dims."""
-    quantizer = VectorQuantizer(num_latents, vector_size, codebook_size)
-    return QuantizedAE(encoder, decoder, quantizer, lambda_quantize, lambda_commit,
-                       categorical_codes=True, name=name)
+    """VQ-VAE baseline of paper 001 (d = 64, n_v = 512) over n_z = num_latents vectors;
+    encoder and decoder use n_z * vector_size continuous dims. Loss weights of van den Oord
+    et al. (quantize 1, commit 0.25), which paper 001 does not restate."""
+    quantizer = VectorQuantizer(num_latents, int(vector_size), int(codebook_size))
+    return QuantizedAE(encoder, decoder, quantizer, float(lambda_quantize),
+                       float(lambda_commit), categorical_codes=True, optimizer=optimizer,
+                       name=name)

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import math
 
-import gin
 import tensorflow as tf
 
 from models import losses
 from models.vae import VAE
 
 
-@gin.configurable("slowvae", allowlist=["beta", "gamma", "rate"])
 class SlowVAE(VAE):
     """Pair VAE; batches are (x_t, x_t+1), each float32 (n, 64, 64, c)."""
 

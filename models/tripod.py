@@ -22,36 +22,29 @@ with c the encoder output, z = FSQ(c) (eq. 10, n_q levels), sigma the batch std 
   quantisation: 12 -> 12^2, Table 1).
 Choice where the paper leaves the architecture open: the regularised activations are the
 decoder's dense output before the first transposed convolution (4 x 4 x 64 = 1024 units
-in the dlib decoder), `nhp_layer` in gin.
+in the dlib decoder), `tripod.nhp_layer`.
 Optimiser: paper 000 Table 4 (fixed for all autoencoder variants): AdamW, lr 1e-3,
 beta_1 0.9, beta_2 0.99, <= 2e5 updates, batch 64. The paper gives no weight decay for
 Tripod; the default 1e-4 is optax's adamw default (the authors' code is JAX), a gin
-binding (`tripod_adamw.weight_decay`).
+binding (`tripod_adamw.weight_decay`; `models.optimizers.tripod_adamw`).
 """
 
 from __future__ import annotations
 
-import gin
 import keras
 import tensorflow as tf
 
 from models import losses
 from models.base import TrainableModel
+from models.optimizers import tripod_adamw
 from models.quantizers import ScalarCodebookQuantizer, finite_scalar_quantize
 from models.tripod_terms import (hessian_penalty, kernel_latent_multiinformation,
                                  normalized_hessian_penalty)
 
 
-@gin.configurable("tripod_adamw")
-def tripod_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.99,
-                 weight_decay: float = 1e-4) -> keras.optimizers.Optimizer:
-    """Paper 000 Table 4: AdamW(1e-3, 0.9, 0.99); weight decay not given (see above)."""
-    return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
-                                  beta_2=beta_2)
-
-
 class Tripod(TrainableModel):
-    """Batches are images (n, 64, 64, c); representation = the quantised latents."""
+    """Batches are images (n, 64, 64, c); representation = the quantised latents.
+    optimizer: None is `tripod_adamw()` (paper 000 Table 4)."""
 
     #: the representation is quantised (FSQ levels or codebook values): discrete estimators
     #: apply (InfoMEC, paper 001 sec. 4.1)
@@ -128,11 +121,10 @@ class Tripod(TrainableModel):
         return {"loss": loss, **terms, **codebook_terms}
 
 
-@gin.configurable("tripod", allowlist=["lambda_klm", "lambda_nhp", "num_levels", "naive",
-                                       "nhp_layer", "num_probes", "epsilon"])
 def make_tripod(encoder, decoder, lambda_klm: float = 1e-4, lambda_nhp: float = 1e-2,
                 num_levels: int = 12, naive: bool = False, nhp_layer: int = 2,
-                num_probes: int = 2, epsilon: float = 0.1) -> Tripod:
+                num_probes: int = 2, epsilon: float = 0.1, optimizer=None) -> Tripod:
     """Tripod with paper 000's settings (n_p 2, eps 0.1, 12 levels; Shapes3D weights)."""
     return Tripod(encoder, decoder, lambda_klm, lambda_nhp, num_levels, naive, nhp_layer,
-                  num_probes, epsilon, name="tripod_naive" if naive else "tripod")
+                  num_probes, epsilon, optimizer=optimizer,
+                  name="tripod_naive" if naive else "tripod")

@@ -17,14 +17,15 @@ with reconstruction and KL per example summed over pixels / latents. Regulariser
   001 tunes only lambda_activity over [0.01, 100], Table 11).
 - `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` with a mean-only
   encoder (architectures.mean_only): it decodes the mean and has no KL term.
-Each returns a dict of named terms so the training loop logs them all.
+Each returns a dict of named terms so the training loop logs them all. A regulariser
+factory's arguments are its method's settings (gin: `beta_vae.beta = 8`, registered by
+models/configurables.py from the registry entry; models/registry.py).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-import gin
 import keras
 import tensorflow as tf
 
@@ -34,14 +35,12 @@ from models.base import TrainableModel
 Regularizer = Callable[..., dict]
 
 
-@gin.configurable("beta_vae")
 def beta_vae(beta: float = 1.0) -> Regularizer:
     def regularizer(kl, mean, logvar, z, step):
         return {"regularizer": beta * kl}
     return regularizer
 
 
-@gin.configurable("ae")
 def ae() -> Regularizer:
     """No regulariser: with `VAE(sample_latents=False)` this is a plain autoencoder."""
     def regularizer(kl, mean, logvar, z, step):
@@ -49,7 +48,6 @@ def ae() -> Regularizer:
     return regularizer
 
 
-@gin.configurable("bio_ae")
 def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Regularizer:
     """BioAE as paper 001's code runs it: activity mean(z^2) and nonnegativity mean(relu(-z))
     over dims and batch, beside a BCE averaged over pixels (`VAE(per_pixel=True)`)."""
@@ -61,7 +59,6 @@ def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Reg
     return regularizer
 
 
-@gin.configurable("annealed_vae")
 def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
                  iteration_threshold: int = 100000) -> Regularizer:
     def regularizer(kl, mean, logvar, z, step):
@@ -71,7 +68,6 @@ def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
     return regularizer
 
 
-@gin.configurable("beta_tcvae")
 def beta_tcvae(beta: float = 6.0) -> Regularizer:
     def regularizer(kl, mean, logvar, z, step):
         tc = losses.total_correlation_mws(z, mean, logvar)
@@ -79,7 +75,6 @@ def beta_tcvae(beta: float = 6.0) -> Regularizer:
     return regularizer
 
 
-@gin.configurable("dip_vae")
 def dip_vae(lambda_od: float = 10.0, lambda_d_factor: float = 10.0, kind: str = "i"
             ) -> Regularizer:
     if kind not in ("i", "ii"):

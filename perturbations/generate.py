@@ -39,6 +39,7 @@ from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
 from benchmark.lock import DirectoryLocked, directory_lock
+from models.configurables import configured_optimizer
 from perturbations import artefact, diagnostics, manipulation, references
 
 FLAGS = flags.FLAGS
@@ -191,8 +192,10 @@ def reference_migs(original, modified, encoders: dict, seed: int, points: int) -
     return out
 
 
-def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
-    """Runs the whole generation; returns the artefact directory."""
+def generate(settings: dict, export_path: str | None = None, optimizers=(None, None)
+             ) -> pathlib.Path:
+    """Runs the whole generation; returns the artefact directory. optimizers: (of m, of the
+    reference decoders); None: `manipulation_adam()` (main: gin's `manipulation_adam.*`)."""
     data = get_dataset(settings["dataset"], settings["source"])
     found = gather_references(settings)
     entangled, disentangled = references.choose(found, settings["ensemble_size"])
@@ -205,7 +208,7 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
-        settings["latent_samples"])
+        settings["latent_samples"], *optimizers)
     work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
     training = train_lib.train(
         game, lambda first: pipeline.factor_image_dataset(
@@ -259,6 +262,8 @@ def main(argv):
     try:
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = generation_settings()
+        # read before the references' gin configs replace the parsed one
+        optimizers = [configured_optimizer("manipulation_adam") for _ in range(2)]
     except (ValueError, KeyError, IOError) as error:
         print(f"error: invalid generation configuration: {error}", file=sys.stderr)
         sys.exit(2)
@@ -270,7 +275,7 @@ def main(argv):
         sys.exit(2)
     try:
         with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer
-            out = generate(settings, FLAGS.export)
+            out = generate(settings, FLAGS.export, optimizers)
     except (references.ReferenceError, artefact.ArtefactError, train_lib.TrainingDiverged,
             FileNotFoundError, DirectoryLocked) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -17,7 +17,8 @@ reference beta-VAEs are frozen and fed the *original* image x; each reference de
 (averaged over the models of each side, so an ensemble of 4 + 4 weighs both sides alike).
 Decoders get 3x more batches than m: each step of `ManipulationGame.train_step` takes a
 batch of 4n images, makes 3 decoder updates on its first three quarters and one update of
-m on the last. Both optimisers are Adam(lr 1e-4, 0.9, 0.999, eps 1e-7) (appendix B.1).
+m on the last. Both optimisers are Adam(lr 1e-4, 0.9, 0.999, eps 1e-7) (appendix B.1;
+`models.optimizers.manipulation_adam`, gin `manipulation_adam.*`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import tensorflow as tf
 
 from models import losses
 from models.architectures import conv_decoder
+from models.optimizers import manipulation_adam
 
 
 def manipulation_network(num_factors: int, output_shape=(64, 64, 1)) -> keras.Model:
@@ -45,11 +47,6 @@ def reflect(x):
     return x - 2.0 * tf.nn.relu(x - 1.0) + 2.0 * tf.nn.relu(-x)
 
 
-def paper_adam() -> keras.optimizers.Optimizer:
-    """Adam of appendix B.1: lr 1e-4, beta1 0.9, beta2 0.999, epsilon 1e-7."""
-    return keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.999, epsilon=1e-7)
-
-
 class ManipulationGame(keras.Model):
     """m(w) against frozen reference encoders and trainable copies of their decoders.
 
@@ -60,13 +57,16 @@ class ManipulationGame(keras.Model):
         Encoders are frozen here; decoders are trained.
       eps: manipulation strength (0.1 dSprites, 0.175 Shapes3D; sec. 5.2).
       latent_samples: latent samples per image in the decoder losses (5 in appendix B.1).
+      manipulation_optimizer, decoder_optimizer: of m and of the reference decoders (None:
+        `manipulation_adam()`, appendix B.1).
     Batches are (scaled factors (4n, k), original images (4n, 64, 64, c)).
     """
 
     input_kind = "factors_and_images"
 
     def __init__(self, manipulation, entangled, disentangled, eps: float,
-                 latent_samples: int = 5, **kwargs):
+                 latent_samples: int = 5, manipulation_optimizer=None, decoder_optimizer=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if not entangled or not disentangled:
             raise ValueError("the manipulation game needs at least one entangled and one "
@@ -85,8 +85,8 @@ class ManipulationGame(keras.Model):
         self.disentangled_decoders = [d for _, d in disentangled]
         for encoder in self.entangled_encoders + self.disentangled_encoders:
             encoder.trainable = False
-        self.manipulation_optimizer = paper_adam()
-        self.decoder_optimizer = paper_adam()
+        self.manipulation_optimizer = manipulation_optimizer or manipulation_adam()
+        self.decoder_optimizer = decoder_optimizer or manipulation_adam()
 
     def _decoder_variables(self) -> list:
         return [v for d in self.entangled_decoders + self.disentangled_decoders

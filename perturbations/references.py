@@ -17,7 +17,7 @@ from gin import config_parser
 
 from benchmark import results as results_lib
 from benchmark import train as train_lib
-from models.registry import make_model
+from models.configurables import configured_model
 from perturbations.artefact import is_integer, is_number, read_json_object
 
 
@@ -139,7 +139,7 @@ def load_encoder_decoder(reference: dict, observation_shape):
     gin.clear_config()
     try:
         gin.parse_config(text, skip_unknown=True)
-        model = make_model(tuple(observation_shape))
+        model = configured_model(tuple(observation_shape))
     finally:
         gin.clear_config()
     if not hasattr(model, "decoder") or not hasattr(model, "encoder"):

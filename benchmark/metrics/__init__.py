@@ -63,6 +63,9 @@ class Metric:
     fixed: settings this entry fixes whatever gin binds (dci_random_forest's classifier).
     choices: allowed values of enumerated settings, checked before any work.
     suffix: appended to every score key.
+    paper: where the metric and its estimator come from.
+
+    Add a metric: its module (dataset level + codes-level core), then one entry in METRICS.
     """
     configurable: Callable
     from_codes: Callable
@@ -72,6 +75,7 @@ class Metric:
     fixed: dict = dataclasses.field(default_factory=dict)
     choices: dict = dataclasses.field(default_factory=dict)
     suffix: str = ""
+    paper: str = ""
 
     @property
     def gin_name(self) -> str:
@@ -86,42 +90,47 @@ def _dci_codes(f_train, c_train, f_test, c_test, rng, s):
 #: every metric by name (`run.metrics`, `evaluate --metrics`)
 METRICS: dict[str, Metric] = {
     "mig": Metric(mig.mig, lambda f, c, rng, s: mig.mig_from_codes(f, c, s["num_bins"]),
-                  sampling=("num_train", "batch_size"), execution_only=("batch_size",)),
+                  sampling=("num_train", "batch_size"), execution_only=("batch_size",),
+                  paper="Chen et al. 2018; disentanglement_lib's estimator"),
     "dci": Metric(dci.dci, _dci_codes, sampling=("num_train", "num_test", "batch_size"),
                   execution_only=("batch_size", "n_jobs"), split=True,
-                  choices={"classifier": dci.CLASSIFIERS}),
+                  choices={"classifier": dci.CLASSIFIERS}, paper="Eastwood & Williams 2018"),
     "dci_random_forest": Metric(dci.dci, _dci_codes,
                                 sampling=("num_train", "num_test", "batch_size"),
                                 execution_only=("batch_size", "n_jobs"), split=True,
-                                fixed={"classifier": "random_forest"}, suffix="_rf"),
+                                fixed={"classifier": "random_forest"}, suffix="_rf",
+                                paper="Eastwood & Williams 2018; paper 001 appendix C.5"),
     "sap": Metric(sap.sap, lambda ftr, ctr, fte, cte, rng, s: sap.sap_from_codes(
         ftr, ctr, fte, cte, s["classifier"], seed=_seed(rng)),
         sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
-        split=True, choices={"classifier": sap.CLASSIFIERS}),
+        split=True, choices={"classifier": sap.CLASSIFIERS}, paper="Kumar et al. 2018"),
     "modularity_explicitness": Metric(
         modularity.modularity_explicitness,
         lambda ftr, ctr, fte, cte, rng, s: modularity.modularity_explicitness_from_codes(
             ftr, ctr, fte, cte, s["num_bins"]),
         sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
-        split=True),
+        split=True, paper="Ridgeway & Zemel 2018; disentanglement_lib's estimators"),
     "infomec": Metric(infomec.infomec, lambda f, c, rng, s: infomec.infomec_from_codes(
         f, c, s["n_neighbors"], s["prune_fraction"], s["discrete"], s["test_fraction"],
-        seed=_seed(rng)), sampling=("num_points", "batch_size"), execution_only=("batch_size",)),
+        seed=_seed(rng)), sampling=("num_points", "batch_size"), execution_only=("batch_size",),
+        paper="paper 001 sec. 4, eqs. 6-14"),
     "factor_vae_score": Metric(
         factor_vae.factor_vae_score, lambda f, c, rng, s: factor_vae.factor_vae_score_from_codes(
             f, c, rng, s["batch_size"], s["num_train"], s["num_eval"],
             s["num_variance_estimate"], s["prune_threshold"], s["prune_relative"]),
-        sampling=("pool_size",)),
+        sampling=("pool_size",), paper="Kim & Mnih 2018; disentanglement_lib's protocol"),
     "beta_vae_score": Metric(
         beta_vae.beta_vae_score, lambda f, c, rng, s: beta_vae.beta_vae_score_from_codes(
             f, c, rng, s["batch_size"], s["num_train"], s["num_eval"]),
-        sampling=("pool_size",)),
+        sampling=("pool_size",), paper="Higgins et al. 2017; disentanglement_lib's protocol"),
     "unsupervised": Metric(unsupervised.unsupervised, lambda f, c, rng, s:
                            unsupervised.unsupervised_from_codes(c, s["num_bins"]),
-                           sampling=("num_train", "batch_size"), execution_only=("batch_size",)),
+                           sampling=("num_train", "batch_size"), execution_only=("batch_size",),
+                           paper="disentanglement_lib's unsupervised scores"),
     "mcc": Metric(mcc.mcc, lambda f, c, rng, s: {**mcc.mcc_from_codes(f, c, "pearson"),
                                                  **mcc.mcc_from_codes(f, c, "spearman")},
-                  sampling=("num_points", "batch_size"), execution_only=("batch_size",)),
+                  sampling=("num_points", "batch_size"), execution_only=("batch_size",),
+                  paper="nonlinear ICA's identifiability score; paper 004 sec. 3.1"),
 }
 
 

@@ -79,7 +79,7 @@ def test_gin_errors_say_how_to_fix_the_plugin(tmp_path):
     with pytest.raises(ValueError, match="PYTHONPATH"):
         config.parse_config([str(missing_module)], [])
     unregistered = tmp_path / "b.gin"
-    unregistered.write_text("import models.registry\nmodel.factory = @LaplaceVAE\n")
+    unregistered.write_text("import models.configurables\nmodel.factory = @LaplaceVAE\n")
     with pytest.raises(ValueError, match="@gin.configurable"):
         config.parse_config([str(unregistered)], [])
     gin.clear_config()

@@ -85,48 +85,6 @@ def test_misspelt_binding_fails_before_training(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT / "gin_configs"))
-                                         for p in (ROOT / "gin_configs").rglob("*.gin")))
-def test_every_gin_config_parses_and_builds(path):
-    import numpy as np
-
-    from benchmark import config, run  # noqa: F401  (run registers the run.* settings)
-    from benchmark.data import load_data
-    from models.registry import make_model
-    gin.clear_config()
-    try:
-        if path.startswith("studies/"):
-            from benchmark import study
-            config.parse_config([path], [])
-            specs = study.expand(study.study_settings())
-            assert specs and all((ROOT / "gin_configs" / f).exists()
-                                 for s in specs for f in s.gin_files)
-            return
-        if path.startswith("metrics/"):          # metric presets: every metric resolves
-            from benchmark import metrics
-            config.parse_config([path], [])
-            settings = metrics.resolve_settings(list(metrics.METRICS), 0)
-            assert set(gin.get_bindings("dci")) | set(gin.get_bindings("sap")) and settings
-            return
-        if path.startswith("perturbations/"):
-            from perturbations import generate
-            config.parse_config([path], [])
-            settings = generate.generation_settings()
-            assert all((ROOT / "gin_configs" / f).exists()
-                       for f in settings["reference_gin_files"])
-            return
-        config.parse_config([path], ["data.source = 'procedural'"])
-        data = load_data()
-        if path.startswith(("models/", "papers/")):
-            model = make_model(data.observation_shape)
-            codes = model.representation(np.zeros((2,) + data.observation_shape, np.float32))
-            assert codes.shape[0] == 2
-        if path.startswith("papers/zietlow2021/"):
-            assert codes.shape[1] == data.num_factors     # latent dim = varying factors
-    finally:
-        gin.clear_config()
-
-
 def test_unknown_method_is_a_clear_error():
     from models.registry import make_model
     with pytest.raises(ValueError, match="unknown model.method"):

@@ -5,7 +5,7 @@ import tensorflow as tf
 from benchmark import train as train_lib
 from benchmark.data import dsprites, pipeline
 from models import architectures, vae
-from models.base import dlib_adam
+from models.optimizers import dlib_adam
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,17 @@ def _sample(n=900, seed=0):
     return f, f + rng.normal(0, 0.05, f.shape)
 
 
+def test_one_entry_per_metric_holds_both_levels_and_its_source():
+    import inspect
+    for name, entry in METRICS.items():
+        assert callable(entry.configurable) and callable(entry.from_codes) and entry.paper, name
+        parameters = list(inspect.signature(entry.configurable).parameters)
+        assert parameters[:3] == ["data", "representation_fn", "rng"], name
+        settings = set(parameters[3:])
+        assert set(entry.sampling) | set(entry.execution_only) | set(entry.fixed) \
+            | set(entry.choices) <= settings, name
+
+
 def test_evaluate_codes_is_seeded_and_metric_independent():
     f, z = _sample()
     names = ["mig", "sap", "infomec"]

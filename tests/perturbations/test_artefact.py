@@ -7,7 +7,6 @@ import pathlib
 import numpy as np
 import pytest
 
-import perturbations  # noqa: F401  (registers the artefact loader)
 from benchmark.data import make_variant
 from perturbations import artefact, manipulation
 from tests.data.test_export_and_cli import _small_dsprites
@@ -107,3 +106,22 @@ def test_eps_override_is_checked_too(tmp_path):
     assert make_variant(data, "noisy", artefact=str(noise), eps=0.3).eps == 0.3
     with pytest.raises(artefact.ArtefactError, match=r"data.eps: expected eps .* \(bool\)"):
         make_variant(data, "noisy", artefact=str(noise), eps=True)
+
+
+def test_make_variant_imports_the_artefact_loader_itself():
+    """No registration by side effect (issue 18, item 3): a process that imported only the
+    data layer loads a published manipulation artefact; perturbations is imported lazily."""
+    import subprocess
+    import sys
+    script = (
+        "import sys, numpy as np\n"
+        "from benchmark.data import get_dataset, make_variant\n"
+        "assert 'perturbations' not in sys.modules\n"
+        "data = make_variant(get_dataset('dsprites', 'procedural'), 'modified',\n"
+        "                    artefact='results/perturbations/dsprites_modified')\n"
+        "rng = np.random.default_rng(0)\n"
+        "images = data.observations_from_factors(data.sample_factors(2, rng), rng)\n"
+        "assert images.shape == (2, 64, 64, 1) and 'perturbations.artefact' in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]

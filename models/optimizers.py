@@ -1,0 +1,66 @@
+"""Every optimiser of the suite: one plain factory each, arguments only (no gin here).
+
+`OPTIMIZERS` names them; a method's registry entry (models/registry.py) says which one
+each of its optimisers is, the registry builds them, and the gin layer
+(models/configurables.py) registers every factory under its name, so each is configurable
+(`adam.learning_rate = 1e-3`, `factor_vae_discriminator_adam.beta_1 = 0.5`). A model
+constructor takes its optimiser(s) as arguments; these factories are only their defaults.
+"""
+
+from __future__ import annotations
+
+import keras
+
+
+def dlib_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
+              epsilon: float = 1e-8) -> keras.optimizers.Optimizer:
+    """disentanglement_lib's optimiser (REFERENCE.md, Methods): the β-VAE family, FactorVAE's
+    VAE, SlowVAE, PCL."""
+    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+
+def factor_vae_discriminator_adam(learning_rate: float = 1e-4, beta_1: float = 0.5,
+                                  beta_2: float = 0.9, epsilon: float = 1e-7
+                                  ) -> keras.optimizers.Optimizer:
+    """FactorVAE's discriminator (disentanglement_lib: Adam lr 1e-4, beta1 0.5, beta2 0.9)."""
+    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+
+def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.99,
+                   weight_decay: float = 0.1, clipnorm: float | None = 1.0
+                   ) -> keras.optimizers.Optimizer:
+    """AdamW of paper 001 Table 9 (QLAE, QLVAE, VQ-VAE, BioAE): weight decay 0.1, its tuned
+    QLAE value on Table 11's grid; gradient clipping 1.0 (REFERENCE.md)."""
+    return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
+                                  beta_2=beta_2, clipnorm=clipnorm)
+
+
+def tripod_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.99,
+                 weight_decay: float = 1e-4) -> keras.optimizers.Optimizer:
+    """Paper 000 Table 4: AdamW(1e-3, 0.9, 0.99); the paper gives no weight decay, 1e-4 is
+    optax's adamw default (the authors' code is JAX)."""
+    return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
+                                  beta_2=beta_2)
+
+
+def manipulation_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
+                      epsilon: float = 1e-7) -> keras.optimizers.Optimizer:
+    """Paper 002 appendix B.1: both optimisers of the manipulation game (m(w) and the
+    reference decoders; perturbations/manipulation.py)."""
+    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+
+def cosine_adam(learning_rate: float = 1e-3, decay_steps: int = 50000,
+                end: float = 1.25e-6) -> keras.optimizers.Optimizer:
+    """Adam whose learning rate is cosine-annealed from `learning_rate` to `end` over
+    `decay_steps` updates and held there (paper 003 appendix A.1; the FactorQVAE family's
+    schedule, set by its own settings `discrete_vae.learning_rate / lr_decay_steps /
+    lr_end`, hence not in OPTIMIZERS). 0 <= end <= learning_rate."""
+    return keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(
+        learning_rate, int(decay_steps), alpha=end / learning_rate))
+
+
+#: every optimiser a registry entry can name, by its gin name
+OPTIMIZERS = {"adam": dlib_adam, "factor_vae_discriminator_adam": factor_vae_discriminator_adam,
+              "adamw": paper001_adamw, "tripod_adamw": tripod_adamw,
+              "manipulation_adam": manipulation_adam}
