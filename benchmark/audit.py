@@ -47,7 +47,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmark import report, stats, study
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.lock import DirectoryLocked
 
 FLAGS = flags.FLAGS
@@ -354,8 +354,7 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
                "failed_runs": summary["failed"],
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
     out = pathlib.Path(output_dir)
-    with atomic_path(out / "audit.json", ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    write_json(out / "audit.json", payload)
     margin = decision["margin"]
     control = ([] if decision["reason"].startswith("positive control")
                else [decision["positive_control"], ""])

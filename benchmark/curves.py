@@ -7,7 +7,6 @@ learns at all ("its loss leaves chance") reads these, e.g. PCL's accuracy leavin
 
 from __future__ import annotations
 
-import json
 import pathlib
 import sys
 
@@ -79,9 +78,8 @@ def main(argv):
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     if FLAGS.out:
-        from benchmark.atomic import atomic_path
-        with atomic_path(pathlib.Path(FLAGS.out), ".json") as tmp:
-            tmp.write_text(json.dumps(record, indent=1))
+        from benchmark.atomic import write_json
+        write_json(FLAGS.out, record, indent=1, sort_keys=False)
         print(f"wrote {FLAGS.out}")
 
 

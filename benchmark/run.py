@@ -43,7 +43,7 @@ from benchmark import config, figures
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data import load_data, pipeline
 from benchmark.lock import DirectoryLocked, directory_lock
 from benchmark.metrics import codes as codes_lib
@@ -172,11 +172,6 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
                                                                                e["mean"]))))
                 for batch, e in zip(batches, encoded)])))
     return scores
-
-
-def write_json(path: pathlib.Path, payload: dict) -> None:
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
 
 
 def _claim(output_dir: pathlib.Path, *names: str) -> None:

@@ -24,15 +24,13 @@ after each measurement how busy the machine was with other work (benchmark/machi
 
 from __future__ import annotations
 
-import json
-import pathlib
 import time
 
 import numpy as np
 from absl import app, flags
 
 from benchmark import machine
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
 
 FLAGS = flags.FLAGS
 
@@ -260,8 +258,7 @@ def main(argv):
     if FLAGS.out:
         record = {"command": argv[1], "cpu": machine.cpu_description(), "rows": rows,
                   "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-        with atomic_path(pathlib.Path(FLAGS.out), ".json") as tmp:
-            tmp.write_text(json.dumps(record, indent=2, default=float))
+        write_json(FLAGS.out, record, sort_keys=False, default=float)
         print(f"wrote {FLAGS.out}")
 
 

@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
 
@@ -106,8 +106,7 @@ def write_metadata(directory, metadata: dict) -> pathlib.Path:
         raise ValueError(f"artefact kind must be one of {KINDS}, found {metadata.get('kind')!r}")
     payload = {"schema_version": SCHEMA_VERSION, "suite_version": SUITE_VERSION, **metadata}
     path = pathlib.Path(directory) / "metadata.json"
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    write_json(path, payload)
     return path
 
 

@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data.variants import DEFAULT_EPS, NoisyData, reflect
 
 DIAGNOSTICS_VERSION = 1
@@ -432,6 +432,5 @@ def write_evidence(directory, diagnostics: dict) -> pathlib.Path:
         raise ValueError(f"{path}: expected a JSON object, found {type(evidence).__name__}")
     evidence["diagnostics"] = diagnostics
     evidence["below_minimum_effect"] = diagnostics["minimum_effect"]["below_minimum"]
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    write_json(path, evidence)
     return path

@@ -20,7 +20,6 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import shutil
@@ -33,7 +32,7 @@ from absl import app, flags, logging
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark import config
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
 from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
@@ -237,8 +236,7 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
                     data, network, settings["eps"], np.random.default_rng([settings["seed"], 8])),
                 "reference_mig": reference_migs(data, modified, encoders, settings["seed"],
                                                 settings["evidence_points"])}
-    with atomic_path(out / "evidence.json", ".json") as tmp:
-        tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    write_json(out / "evidence.json", evidence)
     publish_diagnostics(out, data, network, settings["eps"], settings["seed"])
     for eps in settings["eps_sweep"]:
         swept = out.parent / f"{out.name}_eps{eps:g}"

@@ -13,14 +13,13 @@ as a warning and recorded), 1 the artefact cannot be loaded, 2 bad arguments.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import sys
 
 from absl import app, flags, logging
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
 
 FLAGS = flags.FLAGS
 
@@ -81,9 +80,7 @@ def main(argv):
         sys.exit(2)
     print("\n".join([str(directory)] + summary_lines(found)))
     if FLAGS.out:
-        with atomic_path(FLAGS.out, ".json") as tmp:
-            tmp.write_text(json.dumps({"artefact": str(directory), **found}, indent=2,
-                                      sort_keys=True))
+        write_json(FLAGS.out, {"artefact": str(directory), **found})
         print(f"wrote {FLAGS.out}")
     if FLAGS.publish:
         print(f"wrote {directory / 'evidence.json'} and {directory / 'figure.png'}")

@@ -15,14 +15,13 @@ The scores are printed and written (--out) with the settings that produced them
 
 from __future__ import annotations
 
-import json
 import sys
 
 import numpy as np
 from absl import app, flags
 
 from benchmark import config
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
 from benchmark.metrics import (METRICS, TRAIN_FRACTION, MetricInputError, codes_settings,
                                evaluate_codes, resolve_settings)
 
@@ -125,8 +124,7 @@ def main(argv):
         print(f"{name:24s} {shown}")
         print(f"{'':24s} settings: {_describe(settings[name])}")
     if FLAGS.out:
-        with atomic_path(FLAGS.out, ".json") as tmp:
-            tmp.write_text(json.dumps(result, indent=2))
+        write_json(FLAGS.out, result, sort_keys=False)
         print(f"wrote {FLAGS.out}")
 
 
