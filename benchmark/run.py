@@ -144,8 +144,7 @@ def make_stream(model, data, settings: dict, first_batch: int):
 
 def batched_representation(model, batch_size: int = 256):
     def representation(images: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.asarray(model.representation(images[i:i + batch_size]))
-                               for i in range(0, len(images), batch_size)])
+        return codes_lib.apply_in_batches(model.representation, images, batch_size)
     return representation
 
 
@@ -156,7 +155,7 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
     The decoder sees what `encode` gives it: 'codes' where a method quantises, else the
     posterior mean."""
     scores = {}
-    batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
+    batches = codes_lib.batches(images, batch_size)
     encoded = ([model.encode(batch) for batch in batches] if hasattr(model, "encode")
                else [{"mean": model.representation(batch)} for batch in batches])
     if "logvar" in encoded[0]:

@@ -234,11 +234,6 @@ def minimum_effect(diagnostics: dict, min_w_dependent_share: float = MIN_W_DEPEN
                            "min_mean_abs_change": min_mean_abs_change}}
 
 
-def _batched(fn, inputs: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    return np.concatenate([np.asarray(fn(inputs[i:i + batch_size]), dtype=np.float32)
-                           for i in range(0, len(inputs), batch_size)])
-
-
 def scalar_section(network, data, rng: np.random.Generator) -> dict | None:
     """The one-neuron scalar s = a . w + b of m (layer 'single_neuron', w scaled to [0, 1]):
     weights, distribution over the factor grid, variance shares, and m along s (observed

@@ -33,6 +33,7 @@ from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark import config
 from benchmark.atomic import write_json
+from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
@@ -182,8 +183,7 @@ def reference_migs(original, modified, encoders: dict, seed: int, points: int) -
     out = {}
     for name, encoder in encoders.items():
         def representation(images, encoder=encoder):
-            return np.concatenate([np.asarray(encoder(images[i:i + 256])["mean"])
-                                   for i in range(0, len(images), 256)])
+            return codes_lib.apply_in_batches(lambda x: encoder(x)["mean"], images, 256)
         out[name] = {variant: mig.mig(data, representation, metrics_lib.metric_rng(seed, "mig"),
                                       num_train=points)["mig"]
                      for variant, data in (("original", original), ("modified", modified))}

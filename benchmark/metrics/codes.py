@@ -124,6 +124,19 @@ def sample_codes(data, representation_fn: RepresentationFn, num_points: int,
     return np.concatenate(factors), np.concatenate(codes).astype(np.float64)
 
 
+def batches(array, batch_size: int) -> list:
+    """Consecutive slices of at most `batch_size` rows of `array` (the last may be shorter)."""
+    return [array[i:i + batch_size] for i in range(0, len(array), batch_size)]
+
+
+def apply_in_batches(fn: Callable, inputs, batch_size: int = 256, dtype=None) -> np.ndarray:
+    """`fn` (a model's representation or encoder, a network) applied to consecutive slices
+    of at most `batch_size` rows of `inputs`, outputs concatenated along the first axis as
+    one numpy array (cast to `dtype` when given). `inputs` must hold at least one row."""
+    out = np.concatenate([np.asarray(fn(chunk)) for chunk in batches(inputs, batch_size)])
+    return out if dtype is None else out.astype(dtype)
+
+
 def histogram_discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:
     """Each code dim binned into `num_bins` equal-width bins over its range: int (n, d).
 
