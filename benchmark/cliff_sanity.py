@@ -22,6 +22,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
+from benchmark.errors import cli_main
 from benchmark.metrics.mcc import mcc_from_codes
 
 FLAGS = flags.FLAGS
@@ -112,6 +113,7 @@ def run(seeds: int, steps: int, samples: int) -> dict:
             "paper_cliff": {"mean": PAPER_MCC[0], "std": PAPER_MCC[1]}}
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")

@@ -34,12 +34,13 @@ import sys
 from gin import config_parser
 
 from benchmark.atomic import write_json
+from benchmark.errors import UserError
 
 FILE_NAME = "fingerprint.json"
 IGNORED = frozenset({"run.log_every", "run.checkpoint_every"})
 
 
-class ConfigMismatch(ValueError):
+class ConfigMismatch(UserError, ValueError):
     """A run directory holds a run of another configuration."""
 
 

@@ -33,7 +33,6 @@ import json
 import math
 import pathlib
 import shutil
-import sys
 from collections import defaultdict
 
 import numpy as np
@@ -42,6 +41,7 @@ from absl import app, flags
 from benchmark import hypotheses as hypotheses_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
+from benchmark.errors import UserError, cli_main
 from benchmark.stats import drop_test
 
 FLAGS = flags.FLAGS
@@ -64,7 +64,7 @@ METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
 TARGET_POWER = 0.8
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """Results that cannot be reported; the message names the file and what was wrong."""
 
 
@@ -681,16 +681,13 @@ def _sample_grids(results_dir: pathlib.Path, out: pathlib.Path, figures: pathlib
     return lines
 
 
+@cli_main                       # ReportError: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
     if not FLAGS.results:
         raise app.UsageError("--results is required")
-    try:
-        path = write_report(FLAGS.results, FLAGS.out)
-    except ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    path = write_report(FLAGS.results, FLAGS.out)
     print(path)
 
 

@@ -45,7 +45,8 @@ from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path, write_json
 from benchmark.data import load_data, pipeline
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.lock import directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.registry import make_model
@@ -72,7 +73,7 @@ OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb
 MANIFEST = "run_manifest.json"
 
 
-class RunError(ValueError):
+class RunError(UserError, ValueError):
     """A setting or run directory the run cannot use: one message, before any training."""
 
 
@@ -371,24 +372,17 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     return output_dir
 
 
+@cli_main        # RunError, ConfigMismatch, DirectoryLocked...: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
     if not FLAGS.gin_file and not FLAGS.gin_bindings:
         raise app.UsageError("give at least one --gin_file or --gin_bindings")
-    try:
+    with user_errors(ValueError, KeyError, IOError, prefix="invalid gin configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
-    except (ValueError, KeyError, IOError) as error:
-        print(f"error: invalid gin configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     try:
         out = run(pathlib.Path(FLAGS.output_dir) if FLAGS.output_dir else None,
                   FLAGS.overwrite)
-    except (RunError, fingerprint_lib.ConfigMismatch, DirectoryLocked) as error:
-        # gin appends "In call to configurable 'run' (<function ...>)": not for users
-        message = str(error).split("\n  In call to configurable")[0]
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
     except RunInterrupted as interrupted:
         print(interrupted, file=sys.stderr)
         sys.exit(130)

@@ -31,6 +31,7 @@ from absl import app, flags
 
 from benchmark import machine
 from benchmark.atomic import write_json
+from benchmark.errors import cli_main
 
 FLAGS = flags.FLAGS
 
@@ -249,6 +250,7 @@ def speed_train() -> list[dict]:
 COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train}
 
 
+@cli_main
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(f"expected one benchmark, one of {', '.join(COMMANDS)}; "

@@ -38,7 +38,8 @@ from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import write_json
 from benchmark.data import VARIANTS
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import cli_main, user_errors
+from benchmark.lock import directory_lock
 
 FLAGS = flags.FLAGS
 
@@ -396,21 +397,18 @@ def _ray_map(commands: dict, address: str | None):
         ray.shutdown()
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    try:
+    with user_errors(ValueError, KeyError, IOError, RuntimeError,
+                     prefix="invalid study configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = study_settings()
-    except (ValueError, KeyError, IOError, RuntimeError) as error:
-        print(f"error: invalid study configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     try:
-        summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
-                          FLAGS.retry_failed, FLAGS.dry_run)
-    except (fingerprint_lib.ConfigMismatch, DirectoryLocked, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+        with user_errors(ValueError):      # ConfigMismatch; DirectoryLocked is a UserError
+            summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
+                              FLAGS.retry_failed, FLAGS.dry_run)
     except KeyboardInterrupt:
         print(f"interrupted: finished runs and each run's last checkpoint are kept in "
               f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)

@@ -30,6 +30,7 @@ import numpy as np
 from benchmark.atomic import atomic_path, write_json
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
+from benchmark.errors import UserError
 
 SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise")
@@ -39,7 +40,7 @@ SUITE_VERSION = "0.1.0"
 MAX_METADATA_BYTES = 1 << 20          # metadata.json is a few KB; refuse anything huge
 
 
-class ArtefactError(ValueError):
+class ArtefactError(UserError, ValueError):
     """An artefact directory that cannot be loaded; the message says what was expected."""
 
 

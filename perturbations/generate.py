@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import sys
 
 import gin
 import numpy as np
@@ -38,7 +37,8 @@ from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.lock import directory_lock
 from perturbations import artefact, diagnostics, manipulation, references
 
 FLAGS = flags.FLAGS
@@ -251,28 +251,22 @@ def generate(settings: dict, export_path: str | None = None) -> pathlib.Path:
     return out
 
 
+@cli_main        # ReferenceError, ArtefactError, DirectoryLocked...: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    try:
+    with user_errors(ValueError, KeyError, IOError,
+                     prefix="invalid generation configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = generation_settings()
-    except (ValueError, KeyError, IOError) as error:
-        print(f"error: invalid generation configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     occupied = occupied_outputs(settings)
     if occupied and not FLAGS.overwrite:
-        print(f"error: {', '.join(map(str, occupied))} already hold(s) an artefact; pass "
-              "--overwrite to replace it, or set generation.output_dir to a new directory",
-              file=sys.stderr)
-        sys.exit(2)
-    try:
+        raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact; pass "
+                        "--overwrite to replace it, or set generation.output_dir to a new "
+                        "directory")
+    with user_errors(train_lib.TrainingDiverged, FileNotFoundError):
         with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer
             out = generate(settings, FLAGS.export)
-    except (references.ReferenceError, artefact.ArtefactError, train_lib.TrainingDiverged,
-            FileNotFoundError, DirectoryLocked) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
     print(out)
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
+from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -61,23 +61,17 @@ def inspect_artefact(directory, num_images: int, seed: int = 0, source: str | No
     return found
 
 
+@cli_main
 def main(argv):
-    from perturbations import artefact
     from perturbations.diagnostics import summary_lines
 
     if len(argv) != 2:
         raise app.UsageError("expected one artefact directory: python -m "
                              "perturbations.inspect DIR [--num_images N] [--out JSON]")
     directory = pathlib.Path(argv[1])
-    try:
+    with user_errors(OSError, ValueError):             # ArtefactError is a UserError
         found = inspect_artefact(directory, FLAGS.num_images, FLAGS.seed, FLAGS.source,
                                  FLAGS.publish)
-    except (artefact.ArtefactError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     print("\n".join([str(directory)] + summary_lines(found)))
     if FLAGS.out:
         write_json(FLAGS.out, {"artefact": str(directory), **found})

@@ -16,11 +16,12 @@ import numpy as np
 from gin import config_parser
 
 from benchmark import train as train_lib
+from benchmark.errors import UserError
 from models.registry import make_model
 from perturbations.artefact import is_integer, is_number, read_json_object
 
 
-class ReferenceError(RuntimeError):
+class ReferenceError(UserError, RuntimeError):
     """A reference run that could not be trained or read."""
 
 

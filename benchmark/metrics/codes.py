@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from benchmark.errors import UserError
+
 RepresentationFn = Callable[[np.ndarray], np.ndarray]
 
 # Size guard: codes-level metrics cost at least O(n * d) each (DCI fits a booster per factor
@@ -39,7 +41,7 @@ def max_code_values() -> int:
     return limit
 
 
-class MetricInputError(ValueError):
+class MetricInputError(UserError, ValueError):
     """Codes or factors that no metric can score; the message says what was expected."""
 
 
