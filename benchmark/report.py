@@ -291,19 +291,16 @@ def write_latex(path: pathlib.Path, rows: list[dict], columns: list[str]) -> Non
         tmp.write_text("\n".join(lines))
 
 
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+def _figure(figsize):
+    """(figure, axes) on matplotlib's Figure, no pyplot: the caller's backend is kept."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
 
 
 def _save(fig, path: pathlib.Path) -> None:
-    try:
-        with atomic_path(path, ".png") as tmp:
-            fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    finally:
-        _plt().close(fig)
+    with atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
 
 
 def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
@@ -311,10 +308,9 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
     rows = [d for d in drops if d["metric"] == column and "@" not in d["variant"]]
     if not rows:
         return False
-    plt = _plt()
     labels = sorted({(d["dataset"], d["model"], d["setting"]) for d in rows})
     variants = sorted({d["variant"] for d in rows})
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(labels)), 3.5))
+    fig, ax = _figure((max(5, 1.1 * len(labels)), 3.5))
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
         xs, ys, err = [], [], [[], []]
@@ -354,8 +350,7 @@ def curve_figure(rows: list[dict], column: str, x_of, xlabel: str, path: pathlib
     points = {k: sorted(v) for k, v in points.items() if len(v) > 1}
     if not points:
         return False
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    fig, ax = _figure((5.5, 3.5))
     for (model, dataset, series), pts in sorted(points.items()):
         xs, ys, sd = zip(*pts)
         ax.errorbar(xs, ys, yerr=sd, marker="o", capsize=3,
