@@ -44,10 +44,13 @@ def _requirements() -> dict[str, set[str]]:
 
 
 def test_package_imports_are_install_requires():
-    declared = _requirements()["install"]
+    requirements = _requirements()
+    declared = requirements["install"]
     used = {DISTRIBUTION.get(n, n).lower() for n in _imports(["benchmark", "models",
                                                                "perturbations", "examples"])}
-    used -= {"ray"}                                  # optional extra, imported lazily
+    optional = {"ray"}                               # imported lazily, an extra of its own
+    assert optional <= requirements["ray"]
+    used -= optional
     assert used <= declared, f"imported but not in install_requires: {used - declared}"
 
 
