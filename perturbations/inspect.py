@@ -8,7 +8,8 @@ result as JSON; --publish merges it into DIR/evidence.json ("diagnostics", other
 kept) and redraws DIR/figure.png (the images generate.py drew, now beside the numbers).
 The artefact's weights and metadata.json are only read (the weights' SHA-256 is checked).
 Exit status: 0 done (also when the artefact is below the minimum effect: that is logged
-as a warning and recorded), 1 the artefact cannot be loaded, 2 bad arguments.
+as a warning and recorded), 2 the artefact cannot be loaded or an argument is invalid (one
+line `error: ...`, the suite's policy in benchmark/errors.py).
 """
 
 from __future__ import annotations

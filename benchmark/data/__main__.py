@@ -6,11 +6,10 @@ export:  the dataset (any variant) in the official file format, for other librar
 
 from __future__ import annotations
 
-
 from absl import app, flags, logging
 
-from benchmark.errors import cli_main, user_errors
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
+from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 

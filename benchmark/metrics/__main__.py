@@ -15,15 +15,14 @@ The scores are printed and written (--out) with the settings that produced them
 
 from __future__ import annotations
 
-
 import numpy as np
 from absl import app, flags
 
 from benchmark import config
 from benchmark.atomic import write_json
 from benchmark.errors import cli_main, user_errors
-from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings,
-                               evaluate_codes, resolve_settings)
+from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
+                               resolve_settings)
 
 SCHEMA_VERSION = 1
 
