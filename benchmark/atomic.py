@@ -7,6 +7,7 @@ nothing behind.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
 import tempfile
@@ -37,6 +38,16 @@ def atomic_path(path, suffix: str = ""):
         raise naming_error(error, path) from error
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json(path, payload, *, indent: int = 2, sort_keys: bool = True,
+               default=None) -> pathlib.Path:
+    """Writes `payload` as JSON to `path` atomically (through `atomic_path`); returns the
+    path. Every JSON file the suite writes goes through here."""
+    text = json.dumps(payload, indent=indent, sort_keys=sort_keys, default=default)
+    with atomic_path(path, ".json") as tmp:
+        tmp.write_text(text)
+    return pathlib.Path(path)
 
 
 def naming_error(error: OSError, path) -> OSError:

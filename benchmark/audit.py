@@ -40,15 +40,14 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import sys
 
 import gin
 import numpy as np
 from absl import app, flags
 
 from benchmark import report, stats, study
-from benchmark.atomic import atomic_path
-from benchmark.lock import DirectoryLocked
+from benchmark.atomic import atomic_path, write_json
+from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 ALPHA = stats.ALPHA
@@ -354,8 +353,7 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
                "failed_runs": summary["failed"],
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
     out = pathlib.Path(output_dir)
-    with atomic_path(out / "audit.json", ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    write_json(out / "audit.json", payload)
     margin = decision["margin"]
     control = ([] if decision["reason"].startswith("positive control")
                else [decision["positive_control"], ""])
@@ -391,6 +389,7 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
     return path
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
@@ -399,18 +398,15 @@ def main(argv):
     gin_path = pathlib.Path(FLAGS.gin_file)
     name = FLAGS.name or gin_path.stem
     output_dir = FLAGS.output_dir or f"results/audit_{name}"
-    try:
+    # ValueError includes fingerprint.ConfigMismatch: the audit directory holds runs of
+    # another configuration (benchmark/study.py); DirectoryLocked is a UserError
+    with user_errors(FileNotFoundError, ValueError, gin.config.ParseError):
         seeds = [int(s) for s in FLAGS.seeds]
         if not (0 < FLAGS.alpha < 1 and FLAGS.margin_fraction > 0):
             raise ValueError(f"expected 0 < --alpha < 1 and --margin_fraction > 0, found "
                              f"{FLAGS.alpha} and {FLAGS.margin_fraction}")
         path = run_audit(str(gin_path), name, seeds, FLAGS.reference, output_dir,
                          FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction)
-    except (FileNotFoundError, ValueError, gin.config.ParseError, DirectoryLocked) as error:
-        # ValueError includes fingerprint.ConfigMismatch: the audit directory holds runs
-        # of another configuration (benchmark/study.py)
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     print(path.read_text().split("\n")[2])
     print(path)
 

@@ -15,14 +15,14 @@ entries N(0, 1) (redrawn until |det| > 0.5 so the mixing stays invertible).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import numpy as np
 from absl import app, flags, logging
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
+from benchmark.errors import cli_main
 from benchmark.metrics.mcc import mcc_from_codes
 
 FLAGS = flags.FLAGS
@@ -113,6 +113,7 @@ def run(seeds: int, steps: int, samples: int) -> dict:
             "paper_cliff": {"mean": PAPER_MCC[0], "std": PAPER_MCC[1]}}
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
@@ -122,8 +123,7 @@ def main(argv):
               f"{FLAGS.seeds} seeds")
     print(f"paper 004, Cliff: {PAPER_MCC[0]} ± {PAPER_MCC[1]}")
     if FLAGS.out:
-        with atomic_path(FLAGS.out, ".json") as tmp:
-            tmp.write_text(json.dumps(result, indent=2))
+        write_json(FLAGS.out, result, sort_keys=False)
     sys.stdout.flush()
 
 

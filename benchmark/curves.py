@@ -7,11 +7,11 @@ learns at all ("its loss leaves chance") reads these, e.g. PCL's accuracy leavin
 
 from __future__ import annotations
 
-import json
 import pathlib
-import sys
 
 from absl import app, flags
+
+from benchmark.errors import UserError, cli_main, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -55,15 +55,15 @@ def run_directories(path) -> list[pathlib.Path]:
     return sorted(p.parent for p in path.rglob("tb") if p.is_dir())
 
 
+@cli_main
 def main(argv):
     if len(argv) != 2:
         raise app.UsageError("expected one run or study directory")
     runs = run_directories(argv[1])
     if not runs:
-        print(f"error: no run directory (with a tb/ log) under {argv[1]}", file=sys.stderr)
-        sys.exit(2)
+        raise UserError(f"no run directory (with a tb/ log) under {argv[1]}")
     record = {}
-    try:
+    with user_errors(ValueError):
         for run in runs:
             curves = scalar_curves(run, FLAGS.tags or None, require_all=len(runs) == 1)
             curves = {t: c for t, c in curves.items() if FLAGS.tags or t.startswith("loss/")}
@@ -75,13 +75,9 @@ def main(argv):
         unseen = [tag for tag in FLAGS.tags if tag not in found]
         if unseen:
             raise ValueError(f"no run under {argv[1]} logged {unseen}")
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     if FLAGS.out:
-        from benchmark.atomic import atomic_path
-        with atomic_path(pathlib.Path(FLAGS.out), ".json") as tmp:
-            tmp.write_text(json.dumps(record, indent=1))
+        from benchmark.atomic import write_json
+        write_json(FLAGS.out, record, indent=1, sort_keys=False)
         print(f"wrote {FLAGS.out}")
 
 

@@ -33,13 +33,14 @@ import sys
 
 from gin import config_parser
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
+from benchmark.errors import UserError
 
 FILE_NAME = "fingerprint.json"
 IGNORED = frozenset({"run.log_every", "run.checkpoint_every"})
 
 
-class ConfigMismatch(ValueError):
+class ConfigMismatch(UserError, ValueError):
     """A run directory holds a run of another configuration."""
 
 
@@ -125,8 +126,7 @@ def identity(config_text: str) -> dict:
 def record(run_dir, ident: dict) -> pathlib.Path:
     """Writes `fingerprint.json` (atomically) into a run directory."""
     path = pathlib.Path(run_dir) / FILE_NAME
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(ident, indent=2, sort_keys=True))
+    write_json(path, ident)
     return path
 
 

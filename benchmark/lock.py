@@ -24,10 +24,12 @@ import socket
 import sys
 import time
 
+from benchmark.errors import UserError
+
 LOCK_NAME = ".lock"
 
 
-class DirectoryLocked(RuntimeError):
+class DirectoryLocked(UserError, RuntimeError):
     """Another live process is writing to the directory."""
 
 

@@ -16,6 +16,7 @@ import sys
 from absl import app, flags
 
 from benchmark import stats
+from benchmark.errors import UserError, cli_main
 
 FLAGS = flags.FLAGS
 
@@ -43,6 +44,7 @@ def message(drop: float, sd: float, alpha: float, target: float,
                    f"{target:g})")
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
@@ -50,9 +52,7 @@ def main(argv):
         raise app.UsageError("--drop and --sd are required")
     if not (FLAGS.sd > 0 and (FLAGS.sd_other is None or FLAGS.sd_other > 0)
             and 0 < FLAGS.alpha < 1 and 0 < FLAGS.power < 1):
-        print("error: expected --sd (and --sd_other) > 0, 0 < --alpha < 1, 0 < --power < 1",
-              file=sys.stderr)
-        sys.exit(2)
+        raise UserError("expected --sd (and --sd_other) > 0, 0 < --alpha < 1, 0 < --power < 1")
     seeds, text = message(FLAGS.drop, FLAGS.sd, FLAGS.alpha, FLAGS.power, FLAGS.sd_other)
     print(text)
     if seeds is None:

@@ -36,7 +36,6 @@ import json
 import math
 import pathlib
 import shutil
-import sys
 from collections import defaultdict
 
 import numpy as np
@@ -47,6 +46,7 @@ from benchmark import hypotheses as hypotheses_lib
 from benchmark import results as results_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
+from benchmark.errors import UserError, cli_main
 from benchmark.stats import drop_test
 
 FLAGS = flags.FLAGS
@@ -69,7 +69,7 @@ METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
 TARGET_POWER = 0.8
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """Results that cannot be reported; the message names the file and what was wrong."""
 
 
@@ -348,19 +348,16 @@ def write_latex(path: pathlib.Path, rows: list[dict], columns: list[str]) -> Non
         tmp.write_text("\n".join(lines))
 
 
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+def _figure(figsize):
+    """(figure, axes) on matplotlib's Figure, no pyplot: the caller's backend is kept."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
 
 
 def _save(fig, path: pathlib.Path) -> None:
-    try:
-        with atomic_path(path, ".png") as tmp:
-            fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    finally:
-        _plt().close(fig)
+    with atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
 
 
 def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
@@ -368,10 +365,9 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
     rows = [d for d in drops if d["metric"] == column and "@" not in d["variant"]]
     if not rows:
         return False
-    plt = _plt()
     labels = sorted({(d["dataset"], d["model"], d["setting"]) for d in rows})
     variants = sorted({d["variant"] for d in rows})
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(labels)), 3.5))
+    fig, ax = _figure((max(5, 1.1 * len(labels)), 3.5))
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
         xs, ys, err = [], [], [[], []]
@@ -411,8 +407,7 @@ def curve_figure(rows: list[dict], column: str, x_of, xlabel: str, path: pathlib
     points = {k: sorted(v) for k, v in points.items() if len(v) > 1}
     if not points:
         return False
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    fig, ax = _figure((5.5, 3.5))
     for (model, dataset, series), pts in sorted(points.items()):
         xs, ys, sd = zip(*pts)
         ax.errorbar(xs, ys, yerr=sd, marker="o", capsize=3,
@@ -739,16 +734,13 @@ def _sample_grids(results_dir: pathlib.Path, out: pathlib.Path, figures: pathlib
     return lines
 
 
+@cli_main                       # ReportError: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
     if not FLAGS.results:
         raise app.UsageError("--results is required")
-    try:
-        path = write_report(FLAGS.results, FLAGS.out)
-    except ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    path = write_report(FLAGS.results, FLAGS.out)
     print(path)
 
 

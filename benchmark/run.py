@@ -49,9 +49,10 @@ from benchmark import fingerprint as fingerprint_lib
 from benchmark import metrics as metrics_lib
 from benchmark import results as results_lib
 from benchmark import train as train_lib
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data import load_data, pipeline
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.lock import directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.configurables import configured_model
@@ -79,7 +80,7 @@ OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb
 MANIFEST = "run_manifest.json"
 
 
-class RunError(ValueError):
+class RunError(UserError, ValueError):
     """A setting or run directory the run cannot use: one message, before any training."""
 
 
@@ -151,8 +152,7 @@ def make_stream(model, data, settings: dict, first_batch: int):
 
 def batched_representation(model, batch_size: int = 256):
     def representation(images: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.asarray(model.representation(images[i:i + batch_size]))
-                               for i in range(0, len(images), batch_size)])
+        return codes_lib.apply_in_batches(model.representation, images, batch_size)
     return representation
 
 
@@ -163,7 +163,7 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
     The decoder sees what `encode` gives it: 'codes' where a method quantises, else the
     posterior mean."""
     scores = {}
-    batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
+    batches = codes_lib.batches(images, batch_size)
     encoded = ([model.encode(batch) for batch in batches] if hasattr(model, "encode")
                else [{"mean": model.representation(batch)} for batch in batches])
     if "logvar" in encoded[0]:
@@ -179,11 +179,6 @@ def model_health(model, images: np.ndarray, num_factors: int, batch_size: int = 
                                                                                e["mean"]))))
                 for batch, e in zip(batches, encoded)])))
     return scores
-
-
-def write_json(path: pathlib.Path, payload: dict) -> None:
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
 
 
 def _claim(output_dir: pathlib.Path, *names: str) -> None:
@@ -381,24 +376,17 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     return output_dir
 
 
+@cli_main        # RunError, ConfigMismatch, DirectoryLocked...: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
     if not FLAGS.gin_file and not FLAGS.gin_bindings:
         raise app.UsageError("give at least one --gin_file or --gin_bindings")
-    try:
+    with user_errors(ValueError, KeyError, IOError, prefix="invalid gin configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
-    except (ValueError, KeyError, IOError) as error:
-        print(f"error: invalid gin configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     try:
         out = run(pathlib.Path(FLAGS.output_dir) if FLAGS.output_dir else None,
                   FLAGS.overwrite)
-    except (RunError, fingerprint_lib.ConfigMismatch, DirectoryLocked) as error:
-        # gin appends "In call to configurable 'run' (<function ...>)": not for users
-        message = str(error).split("\n  In call to configurable")[0]
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
     except RunInterrupted as interrupted:
         print(interrupted, file=sys.stderr)
         sys.exit(130)

@@ -24,15 +24,14 @@ after each measurement how busy the machine was with other work (benchmark/machi
 
 from __future__ import annotations
 
-import json
-import pathlib
 import time
 
 import numpy as np
 from absl import app, flags
 
 from benchmark import machine
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
+from benchmark.errors import cli_main
 
 FLAGS = flags.FLAGS
 
@@ -252,6 +251,7 @@ def speed_train() -> list[dict]:
 COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train}
 
 
+@cli_main
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(f"expected one benchmark, one of {', '.join(COMMANDS)}; "
@@ -261,8 +261,7 @@ def main(argv):
     if FLAGS.out:
         record = {"command": argv[1], "cpu": machine.cpu_description(), "rows": rows,
                   "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-        with atomic_path(pathlib.Path(FLAGS.out), ".json") as tmp:
-            tmp.write_text(json.dumps(record, indent=2, default=float))
+        write_json(FLAGS.out, record, sort_keys=False, default=float)
         print(f"wrote {FLAGS.out}")
 
 

@@ -36,9 +36,10 @@ from absl import app, flags, logging
 from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
 from benchmark.data import VARIANTS
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import cli_main, user_errors
+from benchmark.lock import directory_lock
 
 FLAGS = flags.FLAGS
 
@@ -196,7 +197,7 @@ def _merge_study_json(path: pathlib.Path, settings: dict, specs: list) -> None:
     payload = {"settings": current, "runs": list(runs.values())}
     if previous:
         payload["previous_settings"] = previous
-    _write_json(path, payload)
+    write_json(path, payload)
 
 
 def expected_identities(specs: list) -> dict:
@@ -252,11 +253,6 @@ def progress_line(done: int, total: int, elapsed: float) -> str:
     return f"{done}/{total} runs done, {elapsed / 60:.0f} min elapsed, {eta}"
 
 
-def _write_json(path: pathlib.Path, payload) -> None:
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
-
-
 def execute(settings: dict, backend: str = "local", workers: int = 1,
             address: str | None = None, retry_failed: bool = False,
             dry_run: bool = False) -> dict:
@@ -309,7 +305,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
             current[name] = {"exit_code": code, "stderr_tail": stderr,
                              "time": time.strftime("%Y-%m-%d %H:%M:%S")}
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
-        _write_json(failed_path, current)
+        write_json(failed_path, current)
         logging.info("%s %s; %s", name, "finished" if code == 0 else "FAILED",
                      progress_line(len(ran) + len(now_failed), len(commands),
                                    time.time() - started))
@@ -401,21 +397,18 @@ def _ray_map(commands: dict, address: str | None):
         ray.shutdown()
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    try:
+    with user_errors(ValueError, KeyError, IOError, RuntimeError,
+                     prefix="invalid study configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = study_settings()
-    except (ValueError, KeyError, IOError, RuntimeError) as error:
-        print(f"error: invalid study configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     try:
-        summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
-                          FLAGS.retry_failed, FLAGS.dry_run)
-    except (fingerprint_lib.ConfigMismatch, DirectoryLocked, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+        with user_errors(ValueError):      # ConfigMismatch; DirectoryLocked is a UserError
+            summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
+                              FLAGS.retry_failed, FLAGS.dry_run)
     except KeyboardInterrupt:
         print(f"interrupted: finished runs and each run's last checkpoint are kept in "
               f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmark.errors import UserError
+
 REQUIRED = ("train_step", "representation", "optimizers_list", "optimizer_variables")
 INPUT_KINDS = ("images", "pairs", "pairs_with_negatives")
 TEMPLATE = "examples/wae_mmd.py"
 
 
-class ModelInterfaceError(TypeError):
+class ModelInterfaceError(UserError, TypeError):
     """A model lacks, or mis-implements, part of the interface this module describes."""
 
 

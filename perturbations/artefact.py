@@ -27,9 +27,10 @@ import re
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
+from benchmark.errors import UserError
 
 SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise")
@@ -39,7 +40,7 @@ SUITE_VERSION = "0.1.0"
 MAX_METADATA_BYTES = 1 << 20          # metadata.json is a few KB; refuse anything huge
 
 
-class ArtefactError(ValueError):
+class ArtefactError(UserError, ValueError):
     """An artefact directory that cannot be loaded; the message says what was expected."""
 
 
@@ -106,8 +107,7 @@ def write_metadata(directory, metadata: dict) -> pathlib.Path:
         raise ValueError(f"artefact kind must be one of {KINDS}, found {metadata.get('kind')!r}")
     payload = {"schema_version": SCHEMA_VERSION, "suite_version": SUITE_VERSION, **metadata}
     path = pathlib.Path(directory) / "metadata.json"
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    write_json(path, payload)
     return path
 
 

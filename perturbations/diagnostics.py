@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.data.variants import DEFAULT_EPS, NoisyData, reflect
 
 DIAGNOSTICS_VERSION = 1
@@ -234,11 +234,6 @@ def minimum_effect(diagnostics: dict, min_w_dependent_share: float = MIN_W_DEPEN
                            "min_mean_abs_change": min_mean_abs_change}}
 
 
-def _batched(fn, inputs: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    return np.concatenate([np.asarray(fn(inputs[i:i + batch_size]), dtype=np.float32)
-                           for i in range(0, len(inputs), batch_size)])
-
-
 def scalar_section(network, data, rng: np.random.Generator) -> dict | None:
     """The one-neuron scalar s = a . w + b of m (layer 'single_neuron', w scaled to [0, 1]):
     weights, distribution over the factor grid, variance shares, and m along s (observed
@@ -432,6 +427,5 @@ def write_evidence(directory, diagnostics: dict) -> pathlib.Path:
         raise ValueError(f"{path}: expected a JSON object, found {type(evidence).__name__}")
     evidence["diagnostics"] = diagnostics
     evidence["below_minimum_effect"] = diagnostics["minimum_effect"]["below_minimum"]
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    write_json(path, evidence)
     return path

@@ -20,11 +20,9 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import shutil
-import sys
 
 import gin
 import numpy as np
@@ -33,12 +31,14 @@ from absl import app, flags, logging
 from benchmark import metrics as metrics_lib
 from benchmark import train as train_lib
 from benchmark import config
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
+from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.lock import DirectoryLocked, directory_lock
+from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.lock import directory_lock
 from models.configurables import configured_optimizer
 from perturbations import artefact, diagnostics, manipulation, references
 
@@ -184,8 +184,7 @@ def reference_migs(original, modified, encoders: dict, seed: int, points: int) -
     out = {}
     for name, encoder in encoders.items():
         def representation(images, encoder=encoder):
-            return np.concatenate([np.asarray(encoder(images[i:i + 256])["mean"])
-                                   for i in range(0, len(images), 256)])
+            return codes_lib.apply_in_batches(lambda x: encoder(x)["mean"], images, 256)
         out[name] = {variant: mig.mig(data, representation, metrics_lib.metric_rng(seed, "mig"),
                                       num_train=points)["mig"]
                      for variant, data in (("original", original), ("modified", modified))}
@@ -240,8 +239,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                     data, network, settings["eps"], np.random.default_rng([settings["seed"], 8])),
                 "reference_mig": reference_migs(data, modified, encoders, settings["seed"],
                                                 settings["evidence_points"])}
-    with atomic_path(out / "evidence.json", ".json") as tmp:
-        tmp.write_text(json.dumps(evidence, indent=2, sort_keys=True))
+    write_json(out / "evidence.json", evidence)
     publish_diagnostics(out, data, network, settings["eps"], settings["seed"])
     for eps in settings["eps_sweep"]:
         swept = out.parent / f"{out.name}_eps{eps:g}"
@@ -256,30 +254,24 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     return out
 
 
+@cli_main        # ReferenceError, ArtefactError, DirectoryLocked...: one line, exit 2
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    try:
+    with user_errors(ValueError, KeyError, IOError,
+                     prefix="invalid generation configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = generation_settings()
         # read before the references' gin configs replace the parsed one
         optimizers = [configured_optimizer("manipulation_adam") for _ in range(2)]
-    except (ValueError, KeyError, IOError) as error:
-        print(f"error: invalid generation configuration: {error}", file=sys.stderr)
-        sys.exit(2)
     occupied = occupied_outputs(settings)
     if occupied and not FLAGS.overwrite:
-        print(f"error: {', '.join(map(str, occupied))} already hold(s) an artefact; pass "
-              "--overwrite to replace it, or set generation.output_dir to a new directory",
-              file=sys.stderr)
-        sys.exit(2)
-    try:
+        raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact; pass "
+                        "--overwrite to replace it, or set generation.output_dir to a new "
+                        "directory")
+    with user_errors(train_lib.TrainingDiverged, FileNotFoundError):
         with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer
             out = generate(settings, FLAGS.export, optimizers)
-    except (references.ReferenceError, artefact.ArtefactError, train_lib.TrainingDiverged,
-            FileNotFoundError, DirectoryLocked) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
     print(out)
 
 

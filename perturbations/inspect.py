@@ -8,19 +8,19 @@ result as JSON; --publish merges it into DIR/evidence.json ("diagnostics", other
 kept) and redraws DIR/figure.png (the images generate.py drew, now beside the numbers).
 The artefact's weights and metadata.json are only read (the weights' SHA-256 is checked).
 Exit status: 0 done (also when the artefact is below the minimum effect: that is logged
-as a warning and recorded), 1 the artefact cannot be loaded, 2 bad arguments.
+as a warning and recorded), 2 the artefact cannot be loaded or an argument is invalid (one
+line `error: ...`, the suite's policy in benchmark/errors.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
-import sys
 
 from absl import app, flags, logging
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import write_json
+from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -62,28 +62,20 @@ def inspect_artefact(directory, num_images: int, seed: int = 0, source: str | No
     return found
 
 
+@cli_main
 def main(argv):
-    from perturbations import artefact
     from perturbations.diagnostics import summary_lines
 
     if len(argv) != 2:
         raise app.UsageError("expected one artefact directory: python -m "
                              "perturbations.inspect DIR [--num_images N] [--out JSON]")
     directory = pathlib.Path(argv[1])
-    try:
+    with user_errors(OSError, ValueError):             # ArtefactError is a UserError
         found = inspect_artefact(directory, FLAGS.num_images, FLAGS.seed, FLAGS.source,
                                  FLAGS.publish)
-    except (artefact.ArtefactError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     print("\n".join([str(directory)] + summary_lines(found)))
     if FLAGS.out:
-        with atomic_path(FLAGS.out, ".json") as tmp:
-            tmp.write_text(json.dumps({"artefact": str(directory), **found}, indent=2,
-                                      sort_keys=True))
+        write_json(FLAGS.out, {"artefact": str(directory), **found})
         print(f"wrote {FLAGS.out}")
     if FLAGS.publish:
         print(f"wrote {directory / 'evidence.json'} and {directory / 'figure.png'}")

@@ -155,12 +155,12 @@ def manipulation_delta_fn(manipulation: keras.Model, factor_sizes, batch_size: i
     """delta_fn for `AdditivePerturbation`: factor classes int (n, k) -> m(w) float32
     (n, 64, 64, c) in [-1, 1], deterministic (inference mode, no randomness)."""
     from benchmark.data.pipeline import scaled_factors
+    from benchmark.metrics.codes import apply_in_batches
 
     def delta(factors: np.ndarray) -> np.ndarray:
         scaled = scaled_factors(factors, factor_sizes)
         if len(scaled) == 0:
             return np.zeros((0,) + tuple(manipulation.output_shape[1:]), np.float32)
-        return np.concatenate([np.asarray(manipulation(scaled[i:i + batch_size],
-                                                       training=False))
-                               for i in range(0, len(scaled), batch_size)]).astype(np.float32)
+        return apply_in_batches(lambda x: manipulation(x, training=False), scaled,
+                                batch_size, np.float32)
     return delta

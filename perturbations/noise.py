@@ -11,12 +11,12 @@ image is a function of (seed, index), computed when the image is read.
 from __future__ import annotations
 
 import pathlib
-import sys
 
 from absl import app, flags
 
 from benchmark.data import DATASETS
 from benchmark.data.variants import DEFAULT_EPS
+from benchmark.errors import cli_main, user_errors
 from perturbations import artefact
 
 FLAGS = flags.FLAGS
@@ -48,19 +48,17 @@ def write_noise_artefact(out, dataset: str, eps: float | None = None, seed: int 
     return out
 
 
+@cli_main
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
     if not FLAGS.out:
         raise app.UsageError("--out is required")
-    try:
+    with user_errors(ValueError):
         written = [write_noise_artefact(FLAGS.out, FLAGS.dataset, FLAGS.eps, FLAGS.seed)]
         for eps in FLAGS.eps_sweep:
             written.append(write_noise_artefact(f"{FLAGS.out}_eps{float(eps):g}",
                                                 FLAGS.dataset, float(eps), FLAGS.seed))
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     for path in written:
         print(path)
 

@@ -17,11 +17,12 @@ from gin import config_parser
 
 from benchmark import results as results_lib
 from benchmark import train as train_lib
+from benchmark.errors import UserError
 from models.configurables import configured_model
 from perturbations.artefact import is_integer, is_number, read_json_object
 
 
-class ReferenceError(RuntimeError):
+class ReferenceError(UserError, RuntimeError):
     """A reference run that could not be trained or read."""
 
 

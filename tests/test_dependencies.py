@@ -25,12 +25,17 @@ def _imports(folders) -> set[str]:
     return {n for n in names if n not in OWN and n not in sys.stdlib_module_names}
 
 
-def _requirements() -> dict[str, set[str]]:
-    """{'install': names, extra: names} from the setup() call in setup.py."""
+def _setup_keywords() -> dict:
+    """install_requires and extras_require as written in setup.py's setup() call."""
     call = next(n for n in ast.walk(ast.parse((ROOT / "setup.py").read_text(encoding="utf-8")))
                 if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "setup")
-    keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords
-                if k.arg in ("install_requires", "extras_require")}
+    return {k.arg: ast.literal_eval(k.value) for k in call.keywords
+            if k.arg in ("install_requires", "extras_require")}
+
+
+def _requirements() -> dict[str, set[str]]:
+    """{'install': names, extra: names} from the setup() call in setup.py."""
+    keywords = _setup_keywords()
 
     def names(requirements):
         return {re.split(r"[<>=\[ ;]", r)[0].lower() for r in requirements}
@@ -39,10 +44,13 @@ def _requirements() -> dict[str, set[str]]:
 
 
 def test_package_imports_are_install_requires():
-    declared = _requirements()["install"]
+    requirements = _requirements()
+    declared = requirements["install"]
     used = {DISTRIBUTION.get(n, n).lower() for n in _imports(["benchmark", "models",
                                                                "perturbations", "examples"])}
-    used -= {"ray"}                                  # optional extra, imported lazily
+    optional = {"ray"}                               # imported lazily, an extra of its own
+    assert optional <= requirements["ray"]
+    used -= optional
     assert used <= declared, f"imported but not in install_requires: {used - declared}"
 
 
@@ -51,3 +59,37 @@ def test_test_imports_are_declared():
     declared = requirements["install"] | requirements["test"]
     used = {DISTRIBUTION.get(n, n).lower() for n in _imports(["tests"])}
     assert used <= declared, f"tests import undeclared packages: {used - declared}"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
+
+
+def test_scikit_learn_is_bounded_where_dci_reads_a_private_attribute():
+    """benchmark/metrics/dci.py reads HistGradientBoostingClassifier._predictors (the fitted
+    trees' split gains; there is no public equivalent), so setup.py caps scikit-learn at
+    the releases tested; inside the cap the importances are the ones recorded when the cap
+    was set (scikit-learn 1.9.1)."""
+    import numpy as np
+    import sklearn
+
+    from benchmark.metrics import dci
+
+    requirement = next(r for r in _setup_keywords()["install_requires"]
+                       if r.startswith("scikit-learn"))
+    upper = re.search(r"<\s*([\d.]+)", requirement)
+    assert upper, f"scikit-learn needs an upper bound in setup.py, found {requirement!r}"
+    assert _version(sklearn.__version__) < _version(upper.group(1)), (
+        f"scikit-learn {sklearn.__version__} is past the tested bound {requirement!r}")
+    rng = np.random.default_rng(0)
+    factors = rng.integers(0, 3, size=(120, 2))
+    codes = np.c_[factors[:, 0] + 0.1 * rng.normal(size=120),
+                  factors[:, 1] + 0.3 * rng.normal(size=120), rng.normal(size=120)]
+    importance, train_acc, test_acc = dci.importance_matrix(
+        factors[:80], codes[:80], factors[80:], codes[80:], np.random.default_rng(1),
+        "hist_gbt", n_jobs=1)
+    recorded = [[0.9999998023114471, 0.06277916285827906],
+                [1.6509965873549413e-07, 0.887817463066419],
+                [3.258889416979019e-08, 0.049403374075302]]
+    np.testing.assert_allclose(importance, recorded, rtol=1e-9, atol=1e-15)
+    assert train_acc.tolist() == [1.0, 1.0] and test_acc.tolist() == [1.0, 0.9]

@@ -6,11 +6,10 @@ export:  the dataset (any variant) in the official file format, for other librar
 
 from __future__ import annotations
 
-import sys
-
 from absl import app, flags, logging
 
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
+from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -36,13 +35,14 @@ def define_flags() -> None:
 COMMANDS = ("preview", "export")
 
 
+@cli_main
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(f"expected one command, one of {', '.join(COMMANDS)}; "
                              f"found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.out:
         raise app.UsageError("--out is required")
-    try:
+    with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
         data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
                             FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact)
@@ -51,9 +51,6 @@ def main(argv):
             path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)
         else:
             path = export.export_official(data, FLAGS.out)
-    except (FileNotFoundError, ValueError) as error:   # DataFileError is a ValueError
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     logging.info("wrote %s", path)
     print(path)
 

@@ -28,11 +28,12 @@ from absl import logging
 from tqdm import tqdm
 
 from benchmark.atomic import atomic_path
+from benchmark.errors import UserError
 
 DATA_DIR_ENV = "DISENTANGLEMENT_LIB_DATA"
 
 
-class DataFileError(ValueError):
+class DataFileError(UserError, ValueError):
     """A dataset file is malformed or truncated; the message names the file."""
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 from benchmark.data.variants import AdditivePerturbation, NoisyData, reflect
+from benchmark.errors import cli_main
 
 #: the free factors whose mean is the oracle's scalar s
 ORACLE_FACTORS = ("posX", "posY")
@@ -302,6 +303,7 @@ def arm_magnitudes(data: GroundTruthData, eps: float | None = None, noise_seed: 
             "noise": mean_abs_change(NoisyData(data, noise_eps, noise_seed), num_images)}
 
 
+@cli_main
 def main(argv) -> None:
     """Prints `arm_magnitudes` of the oracle study's reduced dSprites as JSON."""
     import json

@@ -15,16 +15,14 @@ The scores are printed and written (--out) with the settings that produced them
 
 from __future__ import annotations
 
-import json
-import sys
-
 import numpy as np
 from absl import app, flags
 
 from benchmark import config
-from benchmark.atomic import atomic_path
-from benchmark.metrics import (METRICS, TRAIN_FRACTION, MetricInputError, codes_settings,
-                               evaluate_codes, resolve_settings)
+from benchmark.atomic import write_json
+from benchmark.errors import cli_main, user_errors
+from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
+                               resolve_settings)
 
 SCHEMA_VERSION = 1
 
@@ -89,27 +87,21 @@ def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
                          ) from error
 
 
+@cli_main
 def main(argv):
     if len(argv) != 2 or argv[1] != "evaluate":
         raise app.UsageError(f"expected the command 'evaluate', found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.codes:
         raise app.UsageError("--codes is required")
     gin_files = [preset_file(FLAGS.preset), *FLAGS.gin_file]
-    try:
+    with user_errors(ValueError, KeyError, IOError, prefix="invalid metric configuration: "):
         config.parse_config(gin_files, FLAGS.gin_bindings)
         resolved = resolve_settings(FLAGS.metrics, FLAGS.seed)
-    except (ValueError, KeyError, IOError) as error:
-        message = str(error).split("\n  In call to configurable")[0]
-        print(f"error: invalid metric configuration: {message}", file=sys.stderr)
-        sys.exit(2)
-    try:
+    with user_errors(ValueError):                       # MetricInputError is a ValueError
         factors, codes = load_codes(FLAGS.codes)
         settings = codes_settings(resolved, len(codes), TRAIN_FRACTION)
         scores = evaluate_codes(factors, codes, FLAGS.seed, FLAGS.metrics, TRAIN_FRACTION,
                                 settings)
-    except (ValueError, MetricInputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     result = {"schema_version": SCHEMA_VERSION, "codes_file": FLAGS.codes, "seed": FLAGS.seed,
               "preset": FLAGS.preset, "gin_files": gin_files,
               "gin_bindings": list(FLAGS.gin_bindings),
@@ -125,8 +117,7 @@ def main(argv):
         print(f"{name:24s} {shown}")
         print(f"{'':24s} settings: {_describe(settings[name])}")
     if FLAGS.out:
-        with atomic_path(FLAGS.out, ".json") as tmp:
-            tmp.write_text(json.dumps(result, indent=2))
+        write_json(FLAGS.out, result, sort_keys=False)
         print(f"wrote {FLAGS.out}")
 
 

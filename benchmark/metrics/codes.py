@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from benchmark.errors import UserError
+
 RepresentationFn = Callable[[np.ndarray], np.ndarray]
 
 # Size guard: codes-level metrics cost at least O(n * d) each (DCI fits a booster per factor
@@ -39,7 +41,7 @@ def max_code_values() -> int:
     return limit
 
 
-class MetricInputError(ValueError):
+class MetricInputError(UserError, ValueError):
     """Codes or factors that no metric can score; the message says what was expected."""
 
 
@@ -122,6 +124,19 @@ def sample_codes(data, representation_fn: RepresentationFn, num_points: int,
         codes.append(out)
         remaining -= size
     return np.concatenate(factors), np.concatenate(codes).astype(np.float64)
+
+
+def batches(array, batch_size: int) -> list:
+    """Consecutive slices of at most `batch_size` rows of `array` (the last may be shorter)."""
+    return [array[i:i + batch_size] for i in range(0, len(array), batch_size)]
+
+
+def apply_in_batches(fn: Callable, inputs, batch_size: int = 256, dtype=None) -> np.ndarray:
+    """`fn` (a model's representation or encoder, a network) applied to consecutive slices
+    of at most `batch_size` rows of `inputs`, outputs concatenated along the first axis as
+    one numpy array (cast to `dtype` when given). `inputs` must hold at least one row."""
+    out = np.concatenate([np.asarray(fn(chunk)) for chunk in batches(inputs, batch_size)])
+    return out if dtype is None else out.astype(dtype)
 
 
 def histogram_discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:

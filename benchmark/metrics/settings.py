@@ -23,10 +23,11 @@ import json
 import pathlib
 from typing import Iterable, Sequence
 
+from benchmark.errors import UserError
 from benchmark.metrics import METRICS, NOT_COMPARED
 
 
-class SettingsMismatch(ValueError):
+class SettingsMismatch(UserError, ValueError):
     """Scores of one column computed with different metric settings."""
 
 

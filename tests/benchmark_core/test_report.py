@@ -175,3 +175,24 @@ def test_preregistered_hypotheses_come_first(study, tmp_path):
     (study / "study.json").write_text(json.dumps({"settings": {"hypotheses": [{"id": "H"}]}}))
     with pytest.raises(report.ReportError, match="study.json.*'test' is required"):
         report.write_report(study, tmp_path / "out3")
+
+
+def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        drops = [{"metric": "MIG", "variant": "modified", "dataset": "dsprites",
+                  "model": "beta_vae", "setting": "", "drop": 0.2, "ci_low": 0.1,
+                  "ci_high": 0.3}]
+        assert report.drop_figure(drops, "MIG", tmp_path / "d.png")
+        rows = [{"model": "beta_vae", "dataset": "dsprites", "MIG mean": m, "MIG std": 0.1,
+                 "x": x} for x, m in ((0.0, 0.3), (0.1, 0.2))]
+        assert report.curve_figure(rows, "MIG", lambda r: [(r["x"], "")], "eps",
+                                   tmp_path / "c.png")
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)
+    for name in ("d.png", "c.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

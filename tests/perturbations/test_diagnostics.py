@@ -244,7 +244,7 @@ def test_inspect_command_prints_writes_json_and_publishes_without_touching_weigh
                               str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True,
                              text=True, timeout=300,
                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert missing.returncode == 1 and "metadata.json" in missing.stderr
+    assert missing.returncode == 2 and "metadata.json" in missing.stderr   # a UserError
 
 
 def test_figure_is_drawn_without_pyplot(tmp_path):
