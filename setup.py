@@ -22,8 +22,11 @@ setup(
         # DCI's default classifier reads HistGradientBoostingClassifier._predictors (split
         # gains; sklearn has no public per-feature importances for it): raise the bound
         # once tests/test_dependencies.py passes on the newer release.
-        "scikit-learn>=1.4,<1.10",
+        # InfoE fits multinomial logistic regressions by 'newton-cholesky' (multinomial
+        # since 1.6).
+        "scikit-learn>=1.6,<1.10",
         "joblib>=1.3",                  # DCI fits factors in parallel (also a scikit-learn dep)
+        "threadpoolctl>=3.1",           # one BLAS thread for InfoE's fits (a scikit-learn dep)
         "absl-py>=2.0",
         "gin-config>=0.5",
         "scipy>=1.11",

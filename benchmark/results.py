@@ -46,7 +46,7 @@ from typing import Iterable
 import numpy as np
 from gin import config_parser
 
-from benchmark.atomic import atomic_path
+from benchmark.atomic import atomic_path, write_json
 from benchmark.fingerprint import _Symbols      # keeps references and macros as text
 
 SCHEMA_VERSION = 2
@@ -207,10 +207,7 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
     if other:
         payload["other"] = other
     write_arrays(run_dir / ARRAYS, arrays)
-    path = run_dir / FILE_NAME
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
-    return path
+    return write_json(run_dir / FILE_NAME, payload)
 
 
 def write_arrays(path, arrays: dict[str, np.ndarray]) -> None:
