@@ -103,26 +103,44 @@ def check_code_array(codes, min_samples: int = 2, metric: str = "metric",
     return codes
 
 
+#: images per call of the representation in `sample_codes` (at least the sampling batch)
+ENCODE_BATCH_SIZE = 256
+
+
 def sample_codes(data, representation_fn: RepresentationFn, num_points: int,
-                 rng: np.random.Generator, batch_size: int = 64
+                 rng: np.random.Generator, batch_size: int = 64,
+                 encode_batch_size: int = ENCODE_BATCH_SIZE
                  ) -> tuple[np.ndarray, np.ndarray]:
     """(factors int64 (n, k), codes float64 (n, d)) of `num_points` uniform samples.
 
-    `representation_fn` maps images float32 (b, 64, 64, c) to codes (b, d); its output is
-    checked for shape and finiteness.
+    Factors are drawn (and images rendered) `batch_size` at a time, the metric's own
+    sampling batch (dlib's, which fixes the samples a seed gives); the images are encoded
+    max(batch_size, encode_batch_size) at a time: the same samples, ~10x fewer calls of
+    the representation at dlib's batch of 16. `representation_fn` maps images float32
+    (b, 64, 64, c) to codes (b, d); its output is checked for shape and finiteness.
     """
-    factors, codes = [], []
+    factors, codes, pending = [], [], []
+    chunk = max(int(batch_size), int(encode_batch_size))
+
+    def encode():
+        images = np.concatenate(pending)
+        out = np.asarray(representation_fn(images))
+        if out.ndim != 2 or len(out) != len(images):
+            raise MetricInputError(f"representation_fn: expected codes of shape "
+                                   f"({len(images)}, d) for a batch of {len(images)} images, "
+                                   f"found {out.shape}")
+        codes.append(out)
+        pending.clear()
+
     remaining = int(num_points)
     while remaining > 0:
         size = min(batch_size, remaining)
         f = data.sample_factors(size, rng)
-        out = np.asarray(representation_fn(data.observations_from_factors(f, rng)))
-        if out.ndim != 2 or len(out) != size:
-            raise MetricInputError(f"representation_fn: expected codes of shape ({size}, d) "
-                                   f"for a batch of {size} images, found {out.shape}")
+        pending.append(data.observations_from_factors(f, rng))
         factors.append(f)
-        codes.append(out)
         remaining -= size
+        if sum(len(p) for p in pending) >= chunk or remaining == 0:
+            encode()
     return np.concatenate(factors), np.concatenate(codes).astype(np.float64)
 
 

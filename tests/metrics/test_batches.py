@@ -67,3 +67,39 @@ def test_generate_reference_migs_encode_in_batches():
                        metrics_lib.metric_rng(3, "mig"), num_train=300)["mig"]
     assert found == {"e": {"original": expected, "modified": expected}}
     assert max(sizes) <= 256
+
+
+
+def test_sample_codes_encodes_in_large_batches_and_keeps_the_samples():
+    """Factors are drawn batch_size at a time (the seed fixes the same samples as before);
+    the representation sees max(batch_size, encode_batch_size) images per call."""
+    from benchmark.data.ground_truth import GroundTruthData
+
+    class Grid(GroundTruthData):
+        name, factor_names, factor_sizes = "grid", ("a", "b"), (7, 5)
+        factor_values = (np.arange(7.0), np.arange(5.0))
+        observation_shape = (2, 2, 1)
+
+        def observations_from_factors(self, factors, rng=None):
+            f = np.asarray(factors, np.float32)
+            return np.repeat(f[:, :, None], 2, axis=2).reshape(len(f), 2, 2, 1)
+
+    calls = []
+
+    def representation(images):
+        calls.append(len(images))
+        return images.reshape(len(images), -1)[:, ::2] * 2.0
+
+    data = Grid()
+    factors, found = codes_lib.sample_codes(data, representation, 1000,
+                                            np.random.default_rng(5), batch_size=16,
+                                            encode_batch_size=256)
+    rng = np.random.default_rng(5)
+    expected = np.concatenate([data.sample_factors(min(16, 1000 - i), rng)
+                               for i in range(0, 1000, 16)])
+    np.testing.assert_array_equal(factors, expected)
+    np.testing.assert_array_equal(found, 2.0 * expected)
+    assert calls == [256, 256, 256, 232]
+    with pytest.raises(codes_lib.MetricInputError, match=r"expected codes of shape \(256, d\)"):
+        codes_lib.sample_codes(data, lambda x: np.zeros((1, 2)), 300,
+                               np.random.default_rng(0), batch_size=16)
