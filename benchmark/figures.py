@@ -19,13 +19,15 @@ ImageFn = Callable[[np.ndarray], np.ndarray]
 
 
 def reconstruction_sheet(images: np.ndarray, representation_fn: ImageFn, decode_fn: ImageFn,
-                         columns: int = 10) -> tuple[np.ndarray, list[str]]:
-    """Alternating rows of originals and their reconstructions, `columns` per row."""
+                         columns: int = 10, input_label: str = "input"
+                         ) -> tuple[np.ndarray, list[str]]:
+    """Alternating rows of the model's inputs (labelled `input_label`, e.g. 'noisy input,
+    ε 0.1') and their reconstructions, `columns` per row."""
     rows, labels = [], []
     for start in range(0, len(images), columns):
-        originals = images[start:start + columns]
-        rows += [originals, decode_fn(representation_fn(originals))]
-        labels += ["original", "reconstruction"]
+        inputs = images[start:start + columns]
+        rows += [inputs, decode_fn(representation_fn(inputs))]
+        labels += [input_label, "reconstruction"]
     return tile_rows(rows), labels
 
 
@@ -52,14 +54,28 @@ def traversal_sheet(image: np.ndarray, representation_fn: ImageFn, decode_fn: Im
     return tile_rows(rows), labels
 
 
+def input_label(description: dict) -> str:
+    """The label of a dataset's images in a figure: 'input' for original data, else the
+    variant and its strength ('noisy input, ε 0.1'), so a perturbed input is never read as
+    the original image."""
+    variant = description.get("variant", "original")
+    if variant == "original":
+        return "input"
+    eps = description.get("eps")
+    return f"{variant} input" + (f", ε {eps:g}" if isinstance(eps, (int, float)) else "")
+
+
 def write_model_figures(out_dir, images: np.ndarray, codes: np.ndarray,
                         representation_fn: ImageFn, decode_fn: ImageFn, title: str,
-                        posterior_variance=None) -> list[pathlib.Path]:
+                        posterior_variance=None, input_label: str = "input"
+                        ) -> list[pathlib.Path]:
     """reconstructions.png (the first 20 `images`) and traversals.png (from images[0],
     ranges from the evaluation `codes` (n, d)); dims ordered by mean posterior variance,
-    most informative first, when `posterior_variance` (d,) is given (paper 002 sec. 4.4)."""
+    most informative first, when `posterior_variance` (d,) is given (paper 002 sec. 4.4);
+    the input rows are labelled `input_label` (`input_label(description)`)."""
     out_dir = pathlib.Path(out_dir)
-    sheet, labels = reconstruction_sheet(images[:20], representation_fn, decode_fn)
+    sheet, labels = reconstruction_sheet(images[:20], representation_fn, decode_fn,
+                                         input_label=input_label)
     written = [save_sheet(sheet, labels, f"{title}: reconstructions",
                           out_dir / "reconstructions.png")]
     order, dim_labels = None, None

@@ -65,6 +65,9 @@ METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
            ("InfoM", "infomec", "infom"), ("InfoE", "infomec", "infoe"),
            ("InfoC", "infomec", "infoc"), ("PSNR", "health", "psnr"),
            ("Recon.", "health", "reconstruction_loss")]
+#: columns where lower is better; every other column is higher-is-better. A drop always
+#: reads "how much worse on the variant": original − variant, or variant − original here.
+LOWER_IS_BETTER = ("Recon.",)
 #: power the report's planning numbers aim for (one-sided Welch at stats.ALPHA)
 TARGET_POWER = 0.8
 
@@ -175,10 +178,11 @@ def base_variant(variant: str) -> str:
 
 def default_eps(base: str, dataset: str) -> float | None:
     """The strength a variant has when none is given: paper 002's per dataset, or the
-    oracle control's (benchmark/data/oracle.py) for 'oracle' and 'texture'."""
+    oracle control's (benchmark/data/oracle.py) for its arms."""
     from benchmark.data.oracle import ORACLE_EPS
     from benchmark.data.variants import DEFAULT_EPS
-    return ORACLE_EPS if base in ("oracle", "texture") else DEFAULT_EPS.get(dataset)
+    oracle_arms = ("oracle", "texture", "wave", "wave_texture")
+    return ORACLE_EPS if base in oracle_arms else DEFAULT_EPS.get(dataset)
 
 
 def nominal(records: list[dict]) -> dict[str, str]:
@@ -262,7 +266,9 @@ def runs_table(records: list[dict], table: pd.DataFrame) -> pd.DataFrame:
 
 
 def drop_rows(groups: dict) -> list[dict]:
-    """Original -> every other variant of the same model, dataset and setting."""
+    """Original -> every other variant of the same model, dataset and setting; the drop is
+    signed so that positive means worse on the variant for every column (LOWER_IS_BETTER
+    columns are negated before the test)."""
     rows = []
     for (model, dataset, variant, setting), runs in sorted(groups.items()):
         if variant == "original":
@@ -271,8 +277,9 @@ def drop_rows(groups: dict) -> list[dict]:
         if not originals:
             continue
         for column, _, _ in METRICS:
-            a = [r["values"][column] for r in originals if column in r["values"]]
-            b = [r["values"][column] for r in runs if column in r["values"]]
+            sign = -1.0 if column in LOWER_IS_BETTER else 1.0
+            a = [sign * r["values"][column] for r in originals if column in r["values"]]
+            b = [sign * r["values"][column] for r in runs if column in r["values"]]
             if a and b:
                 rows.append({"model": model, "dataset": dataset, "variant": variant,
                              "setting": setting, "metric": column, **drop_test(a, b)})
@@ -360,13 +367,37 @@ def _save(fig, path: pathlib.Path) -> None:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
 
 
-def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
-    """Bar chart of the drop of `column` per model and variant, with 95 % CIs."""
-    rows = [d for d in drops if d["metric"] == column and "@" not in d["variant"]]
+def sweeps(records: list[dict]) -> set[tuple[str, str, str]]:
+    """(model, dataset, base variant) that were run at two or more strengths eps (an eps
+    sweep, drawn as a curve; a single strength is a bar of the drop chart)."""
+    strengths = defaultdict(set)
+    for r in records:
+        base, _, eps = r["variant"].partition("@")
+        if base != "original":
+            strengths[(r["model"], r["dataset"], base)].add(
+                float(eps) if eps else default_eps(base, r["dataset"]))
+    return {key for key, values in strengths.items() if len(values) > 1}
+
+
+def variant_eps(variant: str, dataset: str) -> float | None:
+    """The strength eps of a variant label ('noisy@0.2' -> 0.2; 'noisy' -> the default)."""
+    base, _, eps = variant.partition("@")
+    return float(eps) if eps else default_eps(base, dataset)
+
+
+def drop_figure(drops: list[dict], column: str, path: pathlib.Path,
+                swept: set = frozenset()) -> bool:
+    """Bar chart of the drop of `column` per model and variant, with 95 % CIs: each variant
+    at its default strength, and at its one strength where it was not swept (the other
+    strengths of a swept variant, `sweeps`, are its curve), eps in the legend; positive =
+    worse on the variant (LOWER_IS_BETTER sign rule)."""
+    rows = [d for d in drops if d["metric"] == column
+            and ("@" not in d["variant"]
+                 or (d["model"], d["dataset"], base_variant(d["variant"])) not in swept)]
     if not rows:
         return False
     labels = sorted({(d["dataset"], d["model"], d["setting"]) for d in rows})
-    variants = sorted({d["variant"] for d in rows})
+    variants = sorted({d["variant"] for d in rows}, key=_variant_rank)
     fig, ax = _figure((max(5, 1.1 * len(labels)), 3.5))
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
@@ -383,12 +414,19 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path) -> bool:
                 high = d["ci_high"] - d["drop"] if d["ci_high"] is not None else np.nan
                 err[0].append(low)
                 err[1].append(high)
-        ax.bar(xs, ys, width, yerr=err, capsize=3, label=f"original → {variant}")
+        strengths = sorted({f"{d['dataset']} {variant_eps(variant, d['dataset']):g}"
+                            for d in rows if d["variant"] == variant
+                            and variant_eps(variant, d["dataset"]) is not None})
+        shown = f" (ε: {', '.join(strengths)})" if strengths else ""
+        ax.bar(xs, ys, width, yerr=err, capsize=3,
+               label=f"original → {base_variant(variant)}{shown}")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))],
                   [f"{m}\n{d}" + (f"\n{s}" if s else "") for d, m, s in labels], fontsize=8)
-    ax.set_ylabel(f"drop of {column} (mean, 95% CI)")
-    ax.legend(fontsize=8)
+    worse = ("variant − original" if column in LOWER_IS_BETTER
+             else "original − variant")
+    ax.set_ylabel(f"drop of {column}\n({worse}; mean, 95% CI)", fontsize=8)
+    ax.legend(fontsize=7)
     _save(fig, path)
     return True
 
@@ -428,15 +466,22 @@ def _setting_value(row):
         return []
 
 
-def _eps_value(row):
-    """Original data sits at eps 0 of both the modified and the noisy curve."""
-    if row["setting"]:
-        return []
-    base, _, eps = row["variant"].partition("@")
-    if base == "original":
-        return [(0.0, "modified"), (0.0, "noisy")]
-    default = default_eps(base, row["dataset"])
-    return [(float(eps) if eps else float("nan") if default is None else default, base)]
+def eps_points(swept: set):
+    """x_of for `curve_figure`: a row's (eps, base variant) on the curve of a swept variant
+    (`sweeps`); original data sits at eps 0 of each of its model's swept curves; rows of
+    unswept variants are on no curve (the drop chart shows them)."""
+    def points(row):
+        if row["setting"]:
+            return []
+        base = base_variant(row["variant"])
+        if base == "original":
+            return [(0.0, b) for m, d, b in sorted(swept)
+                    if (m, d) == (row["model"], row["dataset"])]
+        if (row["model"], row["dataset"], base) not in swept:
+            return []
+        eps = variant_eps(row["variant"], row["dataset"])
+        return [(float("nan") if eps is None else eps, base)]
+    return points
 
 
 def _mean_cell(row: dict | None, column: str) -> str:
@@ -650,7 +695,8 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     write_latex(out / "drops.tex", drops, ["model", "dataset", "variant", "setting", "metric",
                                            "drop", "p_welch", "p_bh", "ci_low", "ci_high",
                                            "ci_method", "n_original", "n_other"])
-    lines = [f"# Report: {results_dir}", "",
+    swept = sweeps(records)
+    lines = [f"# Report: {results_dir}", "", scale_line(table, groups), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
@@ -662,7 +708,11 @@ def write_report(results_dir, out=None) -> pathlib.Path:
         lines += [f"## {column}", "", table1(summary, column), ""]
     lines += settings_lines
     lines += ["## Drops (original → variant)", "",
-              "Drop = mean(original) − mean(variant); p from Welch's t-test (two-sided); "
+              "Drop = how much worse the variant is, in the metric's units: mean(original) − "
+              "mean(variant) for every metric (all higher-is-better) but "
+              f"{', '.join(LOWER_IS_BETTER)} (lower-is-better: mean(variant) − "
+              "mean(original)); positive = worse on the variant. p from Welch's t-test "
+              "(two-sided); "
               "p (BH): Benjamini-Hochberg adjusted over all drops of the same metric in this "
               "report (read it when scanning many rows); 95 % CI: Welch–Satterthwaite t "
               f"interval (a percentile bootstrap only with ≥ {stats.BOOTSTRAP_MIN_N} runs a "
@@ -680,12 +730,12 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     lines += ["", "## Figures", ""]
     for column in metric_columns:
         name = column.replace(".", "").replace("-", "_").lower()
-        if drop_figure(drops, column, figures / f"drops_{name}.png"):
+        if drop_figure(drops, column, figures / f"drops_{name}.png", swept):
             lines.append(f"![drops of {column}](figures/drops_{name}.png)")
         if curve_figure(summary, column, _setting_value, "primary hyperparameter",
                         figures / f"line_search_{name}.png"):
             lines.append(f"![line search, {column}](figures/line_search_{name}.png)")
-        if curve_figure(summary, column, _eps_value, "perturbation strength eps",
+        if curve_figure(summary, column, eps_points(swept), "perturbation strength eps",
                         figures / f"robustness_{name}.png"):
             lines.append(f"![robustness, {column}](figures/robustness_{name}.png)")
     lines += _extreme_runs(records, figures) + _sample_grids(results_dir, out, figures)
@@ -693,6 +743,24 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     with atomic_path(report, ".md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
     return report
+
+
+def _span(values) -> str:
+    values = sorted({int(v) for v in values if not _missing(v)})
+    if not values:
+        return "?"
+    return f"{values[0]:,}" if len(values) == 1 else f"{values[0]:,}-{values[-1]:,}"
+
+
+def scale_line(table: pd.DataFrame, groups: dict) -> str:
+    """The study's scale in one line: training steps and batch size per run, seeds per
+    group (a CPU-scale study reads differently from the papers' 300k steps)."""
+    batch = table.get(results_lib.CONFIG + "run.batch_size", pd.Series(dtype=object))
+    batch_text = _span(batch) if batch.notna().any() else "64 (default)"
+    seeds = [len(runs) for runs in groups.values()]
+    return (f"**Scale:** {_span(table['steps'])} training steps per run at batch "
+            f"{batch_text}; {_span(seeds)} seeds per group (model × dataset × variant × "
+            "setting).")
 
 
 def _metric_settings_section(records: list[dict]) -> list[str]:

@@ -363,7 +363,8 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             output_dir, health_images, codes, representation,
             lambda c: np.asarray(model.decode_images(c)),
             f"{model.name} on {described['name']} ({described.get('variant', 'original')})",
-            scores["health"].get("mean_posterior_variance"))
+            scores["health"].get("mean_posterior_variance"),
+            input_label=figures.input_label(described))
     _claim(output_dir, results_lib.ARRAYS, results_lib.FILE_NAME)
     results_lib.write(
         output_dir, model=model.name, seed=settings["seed"], dataset=described,

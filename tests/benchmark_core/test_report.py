@@ -196,3 +196,36 @@ def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
         matplotlib.use(before)
     for name in ("d.png", "c.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_curves_only_for_eps_sweeps_and_one_drop_sign(study, tmp_path):
+    """A variant run at one strength is a bar of the drop chart, never a two-point curve
+    beside another variant on one eps axis; 'drop' is positive = worse for every column."""
+    records = report.load_runs(study)
+    assert report.sweeps(records) == {("beta_vae", "dsprites", "modified")}   # 0.1 and 0.3
+    single = tmp_path / "single"
+    for i, v in enumerate(ORIGINAL[:3]):
+        _result(single / "runs" / f"o{i}", "beta_vae", "original", i, v, 0.5)
+        _result(single / "runs" / f"n{i}", "beta_vae", "noisy", i, v - 0.01, 0.5, eps=0.1)
+        _result(single / "runs" / f"m{i}", "beta_vae", "modified", i, v - 0.1, 0.5, eps=0.1)
+    records = report.load_runs(single)
+    assert report.sweeps(records) == set()
+    points = report.eps_points(set())
+    assert all(points(r) == [] for r in report.summary_rows(*report.group(records)))
+    text = report.write_report(single, tmp_path / "out").read_text()
+    figures = tmp_path / "out" / "figures"
+    assert (figures / "drops_mig.png").exists() and not (figures / "robustness_mig.png").exists()
+    assert "**Scale:** ? training steps per run at batch 64 (default); 3 seeds per group" in text
+    assert "positive = worse on the variant" in text
+    # A lower-is-better column: a larger loss on the variant is a positive drop.
+    groups = {("m", "d", "original", ""): [{"values": {"Recon.": v}} for v in (10., 11., 12.)],
+              ("m", "d", "noisy", ""): [{"values": {"Recon.": v}} for v in (20., 21., 22.)]}
+    (recon,) = [d for d in report.drop_rows(groups) if d["metric"] == "Recon."]
+    assert recon["drop"] == pytest.approx(10.0) and recon["ci_low"] > 0
+
+
+def test_figure_input_rows_name_the_variant():
+    from benchmark import figures
+    assert figures.input_label({"variant": "original"}) == "input"
+    assert figures.input_label({"variant": "noisy", "eps": 0.1}) == "noisy input, ε 0.1"
+    assert figures.input_label({"variant": "modified"}) == "modified input"
