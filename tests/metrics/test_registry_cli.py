@@ -41,16 +41,22 @@ def test_evaluate_codes_is_seeded_and_metric_independent():
 
 def test_dataset_level_metrics_on_a_perfect_dsprites_code():
     data = dsprites.DSprites(source="procedural")
-    last = {}
+    pending = []
     sample_factors = data.sample_factors
 
     def recording_sampler(n, rng):
-        last["factors"] = sample_factors(n, rng)
-        return last["factors"]
+        pending.append(sample_factors(n, rng))
+        return pending[-1]
+
+    def perfect(images):
+        """The factors behind the images rendered since the last call, in order."""
+        factors = np.concatenate(pending)
+        assert len(factors) == len(images)
+        pending.clear()
+        return factors.astype(float)
 
     data.sample_factors = recording_sampler
-    # The perfect representation: the factors behind the images just rendered.
-    out = evaluate(data, lambda images: last["factors"].astype(float), seed=0, names=["mig"])
+    out = evaluate(data, perfect, seed=0, names=["mig"])
     assert out["mig"]["mig"] > 0.7      # orientation/positions exceed MIG's 20 bins
     assert set(METRICS) >= {"mig", "dci", "sap", "factor_vae_score", "beta_vae_score",
                              "modularity_explicitness", "infomec", "unsupervised"}
