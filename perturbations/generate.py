@@ -33,7 +33,6 @@ from benchmark import train as train_lib
 from benchmark import config
 from benchmark.atomic import write_json
 from benchmark.metrics import codes as codes_lib
-from benchmark.metrics import mig
 from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
@@ -180,13 +179,15 @@ def publish_diagnostics(directory, data, network, eps: float, seed: int,
 
 
 def reference_migs(original, modified, encoders: dict, seed: int, points: int) -> dict:
-    """MIG of each reference encoder's mean on original and modified data (same seed)."""
+    """MIG of each reference encoder's mean on original and modified data (same seed);
+    gin's `mig.*` bindings apply (the registered configurable)."""
+    mig_fn = metrics_lib.METRICS["mig"].configurable
     out = {}
     for name, encoder in encoders.items():
         def representation(images, encoder=encoder):
             return codes_lib.apply_in_batches(lambda x: encoder(x)["mean"], images, 256)
-        out[name] = {variant: mig.mig(data, representation, metrics_lib.metric_rng(seed, "mig"),
-                                      num_train=points)["mig"]
+        out[name] = {variant: mig_fn(data, representation, metrics_lib.metric_rng(seed, "mig"),
+                                     num_train=points)["mig"]
                      for variant, data in (("original", original), ("modified", modified))}
     return out
 

@@ -1,9 +1,10 @@
 """The field's disentanglement metrics, one module each, one registry.
 
-Every metric has a dataset level, `fn(data, representation_fn, rng, **settings)` (a gin
-configurable: `sap.classifier = 'linear_svm'`), and a codes level on arrays. `evaluate`
-runs metrics on a dataset (the runner, hence the study and the audit); `evaluate_codes`
-runs them on a saved (factors, codes) sample (`python -m benchmark.metrics evaluate`).
+Every metric has a dataset level, `fn(data, representation_fn, rng, **settings)` (a plain
+function, registered with gin in configurables.py: `sap.classifier = 'linear_svm'`), and a
+codes level on arrays. `evaluate` runs metrics on a dataset (the runner, hence the study
+and the audit); `evaluate_codes` runs them on a saved (factors, codes) sample
+(`python -m benchmark.metrics evaluate`).
 
 One settings object: `resolve_settings` reads each metric's settings once, from its
 configurable's defaults and the parsed gin bindings (no other defaults below it), checks
@@ -32,6 +33,7 @@ from absl import logging
 
 from benchmark.metrics import (beta_vae, codes, dci, factor_vae, infomec, mcc, mig,
                                modularity, sap, unsupervised)
+from benchmark.metrics.configurables import CONFIGURABLES
 
 MetricInputError = codes.MetricInputError
 
@@ -52,8 +54,9 @@ def _seed(rng: np.random.Generator) -> int:
 class Metric:
     """One registry entry.
 
-    configurable: the gin-configurable dataset-level function; its parameters (after data,
-      representation_fn, rng) are the metric's settings.
+    configurable: the gin-configurable dataset-level function (`CONFIGURABLES`: the
+      module's plain function as configurables.py registers it); its parameters (after
+      data, representation_fn, rng) are the metric's settings.
     from_codes: the codes-level core, fn(factors, codes, rng, settings) -> scores, or with
       `split`, fn(factors_train, codes_train, factors_test, codes_test, rng, settings).
     sampling: settings only the dataset level uses (how many points it encodes, in which
@@ -89,46 +92,53 @@ def _dci_codes(f_train, c_train, f_test, c_test, rng, s):
 
 #: every metric by name (`run.metrics`, `evaluate --metrics`)
 METRICS: dict[str, Metric] = {
-    "mig": Metric(mig.mig, lambda f, c, rng, s: mig.mig_from_codes(f, c, s["num_bins"]),
+    "mig": Metric(CONFIGURABLES["mig"],
+                  lambda f, c, rng, s: mig.mig_from_codes(f, c, s["num_bins"]),
                   sampling=("num_train", "batch_size"), execution_only=("batch_size",),
                   paper="Chen et al. 2018; disentanglement_lib's estimator"),
-    "dci": Metric(dci.dci, _dci_codes, sampling=("num_train", "num_test", "batch_size"),
+    "dci": Metric(CONFIGURABLES["dci"], _dci_codes,
+                  sampling=("num_train", "num_test", "batch_size"),
                   execution_only=("batch_size", "n_jobs"), split=True,
                   choices={"classifier": dci.CLASSIFIERS}, paper="Eastwood & Williams 2018"),
-    "dci_random_forest": Metric(dci.dci, _dci_codes,
+    "dci_random_forest": Metric(CONFIGURABLES["dci"], _dci_codes,
                                 sampling=("num_train", "num_test", "batch_size"),
                                 execution_only=("batch_size", "n_jobs"), split=True,
                                 fixed={"classifier": "random_forest"}, suffix="_rf",
                                 paper="Eastwood & Williams 2018; paper 001 appendix C.5"),
-    "sap": Metric(sap.sap, lambda ftr, ctr, fte, cte, rng, s: sap.sap_from_codes(
+    "sap": Metric(CONFIGURABLES["sap"], lambda ftr, ctr, fte, cte, rng, s: sap.sap_from_codes(
         ftr, ctr, fte, cte, s["classifier"], seed=_seed(rng)),
         sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
         split=True, choices={"classifier": sap.CLASSIFIERS}, paper="Kumar et al. 2018"),
     "modularity_explicitness": Metric(
-        modularity.modularity_explicitness,
+        CONFIGURABLES["modularity_explicitness"],
         lambda ftr, ctr, fte, cte, rng, s: modularity.modularity_explicitness_from_codes(
             ftr, ctr, fte, cte, s["num_bins"]),
         sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),
         split=True, paper="Ridgeway & Zemel 2018; disentanglement_lib's estimators"),
-    "infomec": Metric(infomec.infomec, lambda f, c, rng, s: infomec.infomec_from_codes(
-        f, c, s["n_neighbors"], s["prune_fraction"], s["discrete"], s["test_fraction"],
-        seed=_seed(rng)), sampling=("num_points", "batch_size"), execution_only=("batch_size",),
+    "infomec": Metric(
+        CONFIGURABLES["infomec"], lambda f, c, rng, s: infomec.infomec_from_codes(
+            f, c, s["n_neighbors"], s["prune_fraction"], s["discrete"], s["test_fraction"],
+            seed=_seed(rng)),
+        sampling=("num_points", "batch_size"), execution_only=("batch_size",),
         paper="paper 001 sec. 4, eqs. 6-14"),
     "factor_vae_score": Metric(
-        factor_vae.factor_vae_score, lambda f, c, rng, s: factor_vae.factor_vae_score_from_codes(
+        CONFIGURABLES["factor_vae_score"],
+        lambda f, c, rng, s: factor_vae.factor_vae_score_from_codes(
             f, c, rng, s["batch_size"], s["num_train"], s["num_eval"],
             s["num_variance_estimate"], s["prune_threshold"], s["prune_relative"]),
         sampling=("pool_size",), paper="Kim & Mnih 2018; disentanglement_lib's protocol"),
     "beta_vae_score": Metric(
-        beta_vae.beta_vae_score, lambda f, c, rng, s: beta_vae.beta_vae_score_from_codes(
+        CONFIGURABLES["beta_vae_score"],
+        lambda f, c, rng, s: beta_vae.beta_vae_score_from_codes(
             f, c, rng, s["batch_size"], s["num_train"], s["num_eval"]),
         sampling=("pool_size",), paper="Higgins et al. 2017; disentanglement_lib's protocol"),
-    "unsupervised": Metric(unsupervised.unsupervised, lambda f, c, rng, s:
+    "unsupervised": Metric(CONFIGURABLES["unsupervised"], lambda f, c, rng, s:
                            unsupervised.unsupervised_from_codes(c, s["num_bins"]),
                            sampling=("num_train", "batch_size"), execution_only=("batch_size",),
                            paper="disentanglement_lib's unsupervised scores"),
-    "mcc": Metric(mcc.mcc, lambda f, c, rng, s: {**mcc.mcc_from_codes(f, c, "pearson"),
-                                                 **mcc.mcc_from_codes(f, c, "spearman")},
+    "mcc": Metric(CONFIGURABLES["mcc"],
+                  lambda f, c, rng, s: {**mcc.mcc_from_codes(f, c, "pearson"),
+                                        **mcc.mcc_from_codes(f, c, "spearman")},
                   sampling=("num_points", "batch_size"), execution_only=("batch_size",),
                   paper="nonlinear ICA's identifiability score; paper 004 sec. 3.1"),
 }

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import gin
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
@@ -60,7 +59,6 @@ def beta_vae_score_from_codes(factors, codes, rng: np.random.Generator, batch_si
     return _score(pair_fn, factors.shape[1], rng, num_train, num_eval)
 
 
-@gin.configurable("beta_vae_score", denylist=["data", "representation_fn", "rng"])
 def beta_vae_score(data, representation_fn, rng, batch_size: int = 64,
                    num_train: int = 10000, num_eval: int = 5000,
                    pool_size: int | None = 20000) -> dict:

@@ -25,7 +25,6 @@ Fits run in parallel over factors (joblib, n_jobs).
 
 from __future__ import annotations
 
-import gin
 import joblib
 import numpy as np
 from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingClassifier,
@@ -176,7 +175,6 @@ def dci_from_codes(factors_train, codes_train, factors_test, codes_test,
             "dci_importance_matrix": importance.tolist()}
 
 
-@gin.configurable("dci", denylist=["data", "representation_fn", "rng"])
 def dci(data, representation_fn, rng, num_train: int = 10000, num_test: int = 5000,
         batch_size: int = 16, classifier: str = "hist_gbt", n_jobs: int = 2) -> dict[str, float]:
     """DCI on fresh samples (dlib's 10000 train / 5000 test; classifiers as above)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import gin
 import numpy as np
 
 from benchmark.metrics import codes as codes_lib
@@ -90,7 +89,6 @@ def factor_vae_score_from_codes(factors, codes, rng: np.random.Generator,
         num_train, num_eval, prune_threshold, prune_relative)
 
 
-@gin.configurable("factor_vae_score", denylist=["data", "representation_fn", "rng"])
 def factor_vae_score(data, representation_fn, rng, batch_size: int = 64,
                      num_train: int = 10000, num_eval: int = 5000,
                      num_variance_estimate: int = 10000, prune_threshold: float = 0.05,

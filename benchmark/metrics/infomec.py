@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import warnings
 
-import gin
 import numpy as np
 from absl import logging
 from sklearn.exceptions import ConvergenceWarning
@@ -176,7 +175,6 @@ def infomec_from_codes(factors, codes, n_neighbors: int = 3, prune_fraction: flo
             "infomec_active_dims": int(active.sum()), "infomec_nmi": nmi.tolist()}
 
 
-@gin.configurable("infomec", denylist=["data", "representation_fn", "rng"])
 def infomec(data, representation_fn, rng, num_points: int = 10000, batch_size: int = 64,
             n_neighbors: int = 3, prune_fraction: float = 1 / 20, discrete: bool = False,
             test_fraction: float = 0.0) -> dict:

@@ -9,7 +9,6 @@ pairs, in [0, 1]. A constant dim or source correlates 0 with everything.
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 from scipy import stats
 from scipy.optimize import linear_sum_assignment
@@ -62,7 +61,6 @@ def mcc_from_codes(sources, codes, method: str = "spearman") -> dict:
             f"mcc_{method}_matching": [[int(r), int(c)] for r, c in zip(rows, cols)]}
 
 
-@gin.configurable("mcc", denylist=["data", "representation_fn", "rng"])
 def mcc(data, representation_fn, rng, num_points: int = 10000, batch_size: int = 64
         ) -> dict:
     """Pearson and Spearman MCC between codes and the factor classes of uniform samples."""

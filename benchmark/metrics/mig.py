@@ -8,7 +8,6 @@ normalised by the factor's entropy.
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 
 from benchmark.metrics import codes as codes_lib
@@ -34,7 +33,6 @@ def mig_from_codes(factors, codes, num_bins: int = 20) -> dict[str, float]:
     return {"mig": float(per_factor.mean()), "mig_per_factor": per_factor.tolist()}
 
 
-@gin.configurable("mig", denylist=["data", "representation_fn", "rng"])
 def mig(data, representation_fn, rng, num_train: int = 10000, batch_size: int = 16,
         num_bins: int = 20) -> dict[str, float]:
     """MIG on `num_train` uniform samples (dlib defaults: 10000 points, 20 bins)."""

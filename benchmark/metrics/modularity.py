@@ -18,7 +18,6 @@ Source: disentanglement_lib/evaluation/metrics/modularity_explicitness.py.
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -70,7 +69,6 @@ def modularity_explicitness_from_codes(factors_train, codes_train, factors_test,
             "explicitness_test": float(np.mean(test_auc))}
 
 
-@gin.configurable("modularity_explicitness", denylist=["data", "representation_fn", "rng"])
 def modularity_explicitness(data, representation_fn, rng, num_train: int = 10000,
                             num_test: int = 5000, batch_size: int = 16, num_bins: int = 20
                             ) -> dict[str, float]:

@@ -16,7 +16,6 @@ Classifiers:
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.svm import LinearSVC
@@ -65,7 +64,6 @@ def sap_from_codes(factors_train, codes_train, factors_test, codes_test,
     return {"sap": float(np.mean(top[0] - top[1])), "sap_score_matrix": scores.tolist()}
 
 
-@gin.configurable("sap", denylist=["data", "representation_fn", "rng"])
 def sap(data, representation_fn, rng, num_train: int = 10000, num_test: int = 5000,
         batch_size: int = 16, classifier: str = "threshold") -> dict[str, float]:
     """SAP on fresh samples (dlib's 10000 train / 5000 test; classifiers as above)."""

@@ -11,7 +11,6 @@ Constant dims are dropped first (they have no distribution to correlate).
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 import scipy.linalg
 
@@ -42,7 +41,6 @@ def unsupervised_from_codes(codes, num_bins: int = 20) -> dict[str, float]:
             "mutual_info_score": float(np.mean(pairs))}
 
 
-@gin.configurable("unsupervised", denylist=["data", "representation_fn", "rng"])
 def unsupervised(data, representation_fn, rng, num_train: int = 10000, batch_size: int = 16,
                  num_bins: int = 20) -> dict[str, float]:
     """Unsupervised scores on `num_train` samples (dlib defaults: 10000 points, 20 bins)."""
