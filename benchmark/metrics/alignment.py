@@ -1,0 +1,95 @@
+"""Angles of a code in the plane of two factors: the mechanism check of the oracle studies.
+
+MIG cannot tell *why* a code of two factors is entangled. When each latent is close to a
+linear function of the two factors a, b (the oracle studies' beta-VAEs: R^2 0.97-0.99),
+the code is a rotation of the factor axes and its angle says it all: 0 / 90 degrees is
+aligned, 45 is fully mixed. Per latent j, on a sample (factors (n, k), codes (n, d)):
+
+    z_j - mean ~ g_a (a - mean) + g_b (b - mean)        (least squares)
+    angle_j = atan2(g_b, g_a) in degrees, in [0, 180)
+    misalignment_j = distance of angle_j to the nearest axis (0, 90, 180), in [0, 45]
+    r2_j = the fit's R^2 (how linear the latent is; angles of latents with low R^2 mean
+           little)
+
+`python -m benchmark.metrics.alignment STUDY_DIR` reads every run's eval_codes.npz
+(written by benchmark.run) and writes STUDY_DIR/alignment.json (one row per run).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Sequence
+
+import numpy as np
+
+from benchmark.errors import cli_main
+from benchmark.metrics import codes as codes_lib
+
+
+def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
+    """{'angle_deg', 'misalignment_deg', 'r2'}: lists of d floats (module docstring) for
+    codes (n, d) against the factor columns `columns` (two indices) of factors (n, k)."""
+    if len(columns) != 2:
+        raise codes_lib.MetricInputError(f"alignment: expected two factor columns, found "
+                                         f"{list(columns)}")
+    factors, codes = codes_lib.check_codes(factors, codes, 3, "alignment")
+    plane = factors[:, list(columns)].astype(np.float64)
+    plane -= plane.mean(axis=0)
+    centred = codes - codes.mean(axis=0)
+    gradients, *_ = np.linalg.lstsq(plane, centred, rcond=None)          # (2, d)
+    angles = np.degrees(np.arctan2(gradients[1], gradients[0])) % 180.0
+    residual = ((centred - plane @ gradients) ** 2).sum(axis=0)
+    total = (centred ** 2).sum(axis=0)
+    r2 = np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0), 0.0)
+    misalignment = np.abs(((angles + 45.0) % 90.0) - 45.0)
+    return {"angle_deg": angles.tolist(), "misalignment_deg": misalignment.tolist(),
+            "r2": r2.tolist()}
+
+
+def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:
+    """One row per run directory under STUDY_DIR/runs with an eval_codes.npz: its name,
+    and `linear_angles` of its codes; codes read with allow_pickle=False."""
+    rows = []
+    for path in sorted(pathlib.Path(study_dir).glob("runs/*/eval_codes.npz")):
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                factors, codes = saved["factors"], saved["codes"]
+        except (OSError, ValueError, KeyError) as error:
+            raise codes_lib.MetricInputError(f"{path}: expected an npz with 'factors' and "
+                                             f"'codes' arrays ({error})") from None
+        rows.append({"run": path.parent.name, **linear_angles(factors, codes, columns)})
+    return rows
+
+
+def define_flags() -> None:
+    from absl import flags
+    flags.DEFINE_list("columns", ["0", "1"], "The two factor columns of the plane.")
+
+
+@cli_main
+def main(argv) -> None:
+    from absl import app, flags
+
+    from benchmark.atomic import write_json
+
+    if len(argv) != 2:
+        raise app.UsageError("usage: python -m benchmark.metrics.alignment STUDY_DIR")
+    columns = [int(c) for c in flags.FLAGS.columns]
+    rows = study_alignment(argv[1], columns)
+    if not rows:
+        raise codes_lib.MetricInputError(f"{argv[1]}: no runs/*/eval_codes.npz found")
+    for row in rows:
+        print(f"{row['run']:48s} angles {' '.join(f'{a:5.1f}' for a in row['angle_deg'])}"
+              f"  misalignment {' '.join(f'{m:4.1f}' for m in row['misalignment_deg'])}"
+              f"  R2 {' '.join(f'{r:.2f}' for r in row['r2'])}")
+    out = write_json(pathlib.Path(argv[1]) / "alignment.json",
+                     {"columns": columns, "runs": rows})
+    print(json.dumps({"written": str(out)}))
+
+
+if __name__ == "__main__":
+    from absl import app
+
+    define_flags()
+    app.run(main)
