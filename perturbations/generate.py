@@ -74,7 +74,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         work_dir: str = "runs/perturbations/dsprites",
                         output_dir: str = "results/perturbations/dsprites_modified",
                         eps_sweep=(), checkpoint_every: int = 200, log_every: int = 50,
-                        evidence_points: int = 10000) -> dict:
+                        evidence_points: int = 10000, reconstruction: str = "squared_error",
+                        mean_penalty: float = 0.0, output_init_scale: float = 0.1) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -86,7 +87,20 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     latent_samples: latent samples per image in the decoder losses (5, appendix B.1).
     eps_sweep: further strengths written as artefacts <output_dir>_eps<E> (same m(w)).
     evidence_points: samples of the MIG evaluation on original vs modified data.
+    reconstruction, mean_penalty: the game's loss ('squared_error', paper 002 eqs. 4-5;
+      'bernoulli' made the artefacts published before issue 14) and its batch-mean penalty
+      on m; output_init_scale: m's last layer starts scaled by it (perturbations/
+      manipulation.py says why each matters).
     """
+    if reconstruction not in manipulation.RECONSTRUCTIONS:
+        raise ValueError(f"generation.reconstruction must be one of "
+                         f"{', '.join(map(repr, manipulation.RECONSTRUCTIONS))}, found "
+                         f"{reconstruction!r}")
+    if not float(mean_penalty) >= 0.0:
+        raise ValueError(f"generation.mean_penalty must be >= 0, found {mean_penalty}")
+    if not 0.0 < float(output_init_scale) <= 1.0:
+        raise ValueError(f"generation.output_init_scale must be in (0, 1], found "
+                         f"{output_init_scale}")
     if eps is None:
         if dataset not in DEFAULT_EPS:
             raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
@@ -107,7 +121,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
                 output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
                 checkpoint_every=int(checkpoint_every), log_every=int(log_every),
-                evidence_points=int(evidence_points))
+                evidence_points=int(evidence_points), reconstruction=str(reconstruction),
+                mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale))
 
 
 def gather_references(settings: dict) -> list[dict]:
@@ -204,11 +219,13 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                                                 for r in chosen))
     loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
               for r in entangled + disentangled}
-    network = manipulation.manipulation_network(data.num_factors, data.observation_shape)
+    network = manipulation.manipulation_network(data.num_factors, data.observation_shape,
+                                                settings["output_init_scale"])
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
-        settings["latent_samples"], *optimizers)
+        settings["latent_samples"], *optimizers, reconstruction=settings["reconstruction"],
+        mean_penalty=settings["mean_penalty"])
     work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
     training = train_lib.train(
         game, lambda first: pipeline.factor_image_dataset(
@@ -229,6 +246,9 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                 "training": {"steps": training["steps"], "seed": settings["seed"],
                              "batch_size": settings["batch_size"],
                              "latent_samples": settings["latent_samples"],
+                             "reconstruction": settings["reconstruction"],
+                             "mean_penalty": settings["mean_penalty"],
+                             "output_init_scale": settings["output_init_scale"],
                              "final_terms": training["final_terms"],
                              "seconds": training["seconds"]}}
     artefact.save_manipulation(out, network, metadata)

@@ -19,6 +19,28 @@ Decoders get 3x more batches than m: each step of `ManipulationGame.train_step` 
 batch of 4n images, makes 3 decoder updates on its first three quarters and one update of
 m on the last. Both optimisers are Adam(lr 1e-4, 0.9, 0.999, eps 1e-7) (appendix B.1;
 `models.optimizers.manipulation_adam`, gin `manipulation_adam.*`).
+
+Choices that decide whether m learns a w-dependent pattern (issue 14 item 2):
+- `reconstruction`: the game's loss of x' given the decoders' logits l. 'squared_error'
+  (the default) is paper 002's eqs. 4-5, ||x' - sigmoid(l)||^2; 'bernoulli' is the
+  sigmoid cross-entropy the reference models trained with. What m learns is the gradient
+  of the loss with respect to its *target* x': for the cross-entropy softplus(l) - x' l
+  it is -l, the decoder's logit, which on dSprites' background is a large negative
+  number almost the same for every image, so m's gradient is the difference of how
+  confidently the two decoders predict the background (measured in issue 14: 99.9 % of
+  its energy on background pixels, a third of it image-independent); for the squared
+  error it is 2 (x' - sigmoid(l)), the decoder's error, which is small where a decoder
+  predicts well and carries the image-dependent part.
+- `output_init_scale`: m's last layer starts with its kernel and bias multiplied by this
+  (default 0.1), so tanh starts unsaturated (the published artefacts had 45-70 % of
+  their pixels at |m| > 0.9, where tanh's gradient is below 0.19).
+- `mean_penalty`: lambda of lambda * mean over pixels of (E_batch m(w))^2 added to m's
+  loss: a pattern shared by every image is absorbed by the decoders as a bias and adds no
+  variance along the factors (default 0: the paper's objective).
+Each step also returns m's diagnostics: the share of its batch energy in the batch mean
+(`m_mean_share`, image-independent), its fraction of saturated pixels, and the one
+neuron's weight norm and output spread (`scalar_weight_norm`, `scalar_std`), so their
+trajectories are in TensorBoard.
 """
 
 from __future__ import annotations
@@ -32,13 +54,29 @@ from models.architectures import conv_decoder
 from models.optimizers import manipulation_adam
 
 
-def manipulation_network(num_factors: int, output_shape=(64, 64, 1)) -> keras.Model:
-    """m: scaled factors float32 (n, k) in [0, 1] -> perturbation (n, 64, 64, c) in [-1, 1]."""
+#: the reconstruction losses the game can use (`reconstruction`; module docstring)
+RECONSTRUCTIONS = {"squared_error": losses.gaussian_reconstruction,
+                   "bernoulli": losses.bernoulli_reconstruction}
+#: |m| above this counts as saturated (tanh's gradient 1 - m^2 < 0.19)
+SATURATION = 0.9
+
+
+def manipulation_network(num_factors: int, output_shape=(64, 64, 1),
+                         output_init_scale: float = 1.0) -> keras.Model:
+    """m: scaled factors float32 (n, k) in [0, 1] -> perturbation (n, 64, 64, c) in [-1, 1].
+    `output_init_scale` multiplies the initial kernel and bias of the last layer (the
+    architecture, hence a saved artefact's weights, is the same for every value)."""
+    if not 0.0 < float(output_init_scale) <= 1.0:
+        raise ValueError(f"output_init_scale must be in (0, 1], found {output_init_scale}")
     factors = keras.Input(shape=(num_factors,))
     scalar = keras.layers.Dense(1, name="single_neuron")(factors)
-    logits = conv_decoder(num_latents=1, output_shape=tuple(output_shape),
-                          name="manipulation_decoder")(scalar)
+    decoder = conv_decoder(num_latents=1, output_shape=tuple(output_shape),
+                           name="manipulation_decoder")
+    logits = decoder(scalar)
     bounded = keras.layers.Activation("tanh", dtype="float32")(logits)
+    if float(output_init_scale) != 1.0:
+        last = decoder.layers[-1]
+        last.set_weights([w * float(output_init_scale) for w in last.get_weights()])
     return keras.Model(factors, bounded, name="manipulation")
 
 
@@ -59,6 +97,8 @@ class ManipulationGame(keras.Model):
       latent_samples: latent samples per image in the decoder losses (5 in appendix B.1).
       manipulation_optimizer, decoder_optimizer: of m and of the reference decoders (None:
         `manipulation_adam()`, appendix B.1).
+      reconstruction: 'squared_error' (eqs. 4-5, default) or 'bernoulli' (module docstring).
+      mean_penalty: weight >= 0 of the batch-mean penalty on m (module docstring).
     Batches are (scaled factors (4n, k), original images (4n, 64, 64, c)).
     """
 
@@ -66,6 +106,7 @@ class ManipulationGame(keras.Model):
 
     def __init__(self, manipulation, entangled, disentangled, eps: float,
                  latent_samples: int = 5, manipulation_optimizer=None, decoder_optimizer=None,
+                 reconstruction: str = "squared_error", mean_penalty: float = 0.0,
                  **kwargs):
         super().__init__(**kwargs)
         if not entangled or not disentangled:
@@ -76,6 +117,14 @@ class ManipulationGame(keras.Model):
             raise ValueError(f"manipulation eps must be in (0, 1], found {eps}")
         if int(latent_samples) < 1:
             raise ValueError(f"latent_samples must be >= 1, found {latent_samples}")
+        if reconstruction not in RECONSTRUCTIONS:
+            raise ValueError(f"the game's reconstruction must be one of "
+                             f"{', '.join(map(repr, RECONSTRUCTIONS))}, found {reconstruction!r}")
+        if not float(mean_penalty) >= 0.0:
+            raise ValueError(f"mean_penalty must be >= 0, found {mean_penalty}")
+        self.reconstruction = reconstruction
+        self.reconstruction_loss = RECONSTRUCTIONS[reconstruction]
+        self.mean_penalty = float(mean_penalty)
         self.manipulation = manipulation
         self.eps = float(eps)
         self.latent_samples = int(latent_samples)
@@ -104,14 +153,14 @@ class ManipulationGame(keras.Model):
         return reflect(images + self.eps * self.manipulation(factors, training=True))
 
     def _reconstruction(self, encoder, decoder, images, modified, seed):
-        """Mean Bernoulli loss of `modified` decoded from latent samples of encoder(images)."""
+        """Mean reconstruction loss of `modified` decoded from latent samples of
+        encoder(images)."""
         codes = encoder(images, training=False)
         mean = tf.repeat(codes["mean"], self.latent_samples, axis=0)
         logvar = tf.repeat(codes["logvar"], self.latent_samples, axis=0)
         z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
         targets = tf.repeat(modified, self.latent_samples, axis=0)
-        return tf.reduce_mean(losses.bernoulli_reconstruction(targets,
-                                                              decoder(z, training=True)))
+        return tf.reduce_mean(self.reconstruction_loss(targets, decoder(z, training=True)))
 
     def side_losses(self, factors, images, seed, stop_manipulation: bool):
         """(mean entangled loss, mean disentangled loss, list of per-decoder losses)."""
@@ -144,11 +193,29 @@ class ManipulationGame(keras.Model):
         with tf.GradientTape() as tape:
             entangled, disentangled, _ = self.side_losses(factor_chunks[3], image_chunks[3],
                                                           seeds[3], False)
-            loss = entangled - disentangled
+            m = self.manipulation(factor_chunks[3], training=True)
+            mean_pattern = tf.reduce_mean(m, axis=0)
+            penalty = tf.reduce_mean(tf.square(mean_pattern))
+            loss = entangled - disentangled + self.mean_penalty * penalty
         self.manipulation_optimizer.apply_gradients(
             zip(tape.gradient(loss, m_variables), m_variables))
         return {"loss": loss, "reconstruction_entangled": entangled,
-                "reconstruction_disentangled": disentangled}
+                "reconstruction_disentangled": disentangled, "mean_penalty": penalty,
+                **self.diagnostics(factor_chunks[3], m)}
+
+    def diagnostics(self, factors, m) -> dict:
+        """Scalars of m on one batch: `m_mean_share` (share of E||m||^2 in the batch mean
+        pattern, image-independent, in [0, 1]), `m_saturated` (fraction of |m| >
+        SATURATION), `scalar_weight_norm` and `scalar_std` (the one neuron's weight norm
+        and the spread of its output s = a . w + b over the batch)."""
+        energy = tf.reduce_mean(tf.square(m))
+        mean_energy = tf.reduce_mean(tf.square(tf.reduce_mean(m, axis=0)))
+        neuron = self.manipulation.get_layer("single_neuron")
+        scalar = neuron(factors)
+        return {"m_mean_share": tf.math.divide_no_nan(mean_energy, energy),
+                "m_saturated": tf.reduce_mean(tf.cast(tf.abs(m) > SATURATION, tf.float32)),
+                "scalar_weight_norm": tf.norm(neuron.kernel),
+                "scalar_std": tf.math.reduce_std(scalar)}
 
 
 def manipulation_delta_fn(manipulation: keras.Model, factor_sizes, batch_size: int = 512):

@@ -150,3 +150,57 @@ def test_noise_artefact_is_the_noisy_variant(tmp_path):
         load_data("dsprites", "modified", "procedural", artefact=str(out))
     with pytest.raises(ValueError, match="eps must be in"):
         write_noise_artefact(tmp_path / "n2", "dsprites", eps=1.5)
+
+
+def test_losses_gradient_with_respect_to_the_target_is_what_m_learns():
+    """The cross-entropy's gradient w.r.t. its target is minus the logit (the decoder's
+    confidence, large on every background pixel); the squared error's is twice the
+    decoder's error (small where it predicts well): why 'squared_error' is the default."""
+    logits = tf.constant([[-6.0, -6.0, 4.0]])
+    target = tf.Variable([[0.0, 0.05, 1.0]])
+    grads = {}
+    for name, loss in manipulation.RECONSTRUCTIONS.items():
+        with tf.GradientTape() as tape:
+            value = tf.reduce_sum(loss(target, logits))
+        grads[name] = tape.gradient(value, target).numpy()[0]
+    np.testing.assert_allclose(grads["bernoulli"], [6.0, 6.0, -4.0], rtol=1e-6)
+    expected = 2.0 * (target.numpy()[0] - tf.sigmoid(logits).numpy()[0])
+    np.testing.assert_allclose(grads["squared_error"], expected, rtol=1e-5)
+    assert np.abs(grads["squared_error"]).max() < 0.1 < np.abs(grads["bernoulli"]).min()
+
+
+def test_game_options_scale_init_penalise_the_mean_and_log_diagnostics():
+    tf.keras.utils.set_random_seed(0)
+    full = manipulation.manipulation_network(5)
+    tf.keras.utils.set_random_seed(0)
+    small = manipulation.manipulation_network(5, output_init_scale=0.1)
+    last_full = full.get_layer("manipulation_decoder").layers[-1].get_weights()
+    last_small = small.get_layer("manipulation_decoder").layers[-1].get_weights()
+    for a, b in zip(last_full, last_small):
+        np.testing.assert_allclose(b, 0.1 * a, rtol=1e-6)
+    w = np.random.default_rng(0).random((64, 5)).astype(np.float32)
+    assert (np.abs(np.asarray(small(w))).mean() < np.abs(np.asarray(full(w))).mean())
+    with pytest.raises(ValueError, match="output_init_scale"):
+        manipulation.manipulation_network(5, output_init_scale=0.0)
+
+    game = _game()
+    with pytest.raises(ValueError, match="reconstruction must be one of"):
+        manipulation.ManipulationGame(game.manipulation, [(game.entangled_encoders[0],
+                                      game.entangled_decoders[0])],
+                                      [(game.disentangled_encoders[0],
+                                        game.disentangled_decoders[0])], 0.1,
+                                      reconstruction="l1")
+    penalised = manipulation.ManipulationGame(
+        game.manipulation, [(game.entangled_encoders[0], game.entangled_decoders[0])],
+        [(game.disentangled_encoders[0], game.disentangled_decoders[0])], 0.1,
+        latent_samples=2, mean_penalty=10.0)
+    terms = penalised.train_step(next(iter(_stream(0))), tf.constant(0, tf.int64),
+                                 tf.constant([0, 0], tf.int64))
+    assert float(terms["loss"]) == pytest.approx(
+        float(terms["reconstruction_entangled"]) - float(terms["reconstruction_disentangled"])
+        + 10.0 * float(terms["mean_penalty"]), rel=1e-4)
+    for name in ("m_mean_share", "m_saturated"):
+        assert 0.0 <= float(terms[name]) <= 1.0
+    # m of an untrained network is nearly the same pattern for every image
+    assert float(terms["m_mean_share"]) > 0.5
+    assert float(terms["scalar_weight_norm"]) > 0 and float(terms["scalar_std"]) >= 0
