@@ -77,26 +77,32 @@ def _canonical(value):
     return repr(value)
 
 
+def binding_statements(config_text: str):
+    """(key, value) of each binding of a gin config text, in order: key
+    'scope/selector.param' (a macro definition by its name), value as gin parsed it
+    (references and macros kept as text). Raises ValueError on text gin cannot parse."""
+    try:
+        statements = list(config_parser.ConfigParser(config_text, _Symbols()))
+    except SyntaxError as error:
+        raise ValueError(f"expected gin configuration text, found unparsable text: "
+                         f"{error}") from None
+    for statement in statements:
+        if not isinstance(statement, config_parser.BindingStatement):
+            continue
+        key = statement.selector + (f".{statement.arg_name}" if statement.arg_name else "")
+        yield (f"{statement.scope}/{key}" if statement.scope else key), statement.value
+
+
 def bindings_of(config_text: str) -> dict[str, str]:
     """{'scope/selector.param': canonical JSON value} of a gin config text; a macro
     definition is keyed by its name. Raises ValueError on text gin cannot parse."""
     bindings = {}
-    try:
-        for statement in config_parser.ConfigParser(config_text, _Symbols()):
-            if not isinstance(statement, config_parser.BindingStatement):
-                continue
-            key = statement.selector + (f".{statement.arg_name}" if statement.arg_name
-                                        else "")
-            if statement.scope:
-                key = f"{statement.scope}/{key}"
-            if key not in IGNORED:
-                value = _canonical(statement.value)
-                if key.endswith("data.artefact") and isinstance(value, str):
-                    value = artefact_key(value)
-                bindings[key] = json.dumps(value, sort_keys=True)
-    except SyntaxError as error:
-        raise ValueError(f"expected gin configuration text, found unparsable text: "
-                         f"{error}") from None
+    for key, value in binding_statements(config_text):
+        if key not in IGNORED:
+            value = _canonical(value)
+            if key.endswith("data.artefact") and isinstance(value, str):
+                value = artefact_key(value)
+            bindings[key] = json.dumps(value, sort_keys=True)
     return bindings
 
 

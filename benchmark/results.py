@@ -44,10 +44,9 @@ import pathlib
 from typing import Iterable
 
 import numpy as np
-from gin import config_parser
 
 from benchmark.atomic import atomic_path, write_json
-from benchmark.fingerprint import _Symbols      # keeps references and macros as text
+from benchmark.fingerprint import binding_statements
 
 SCHEMA_VERSION = 2
 FILE_NAME = "results.json"
@@ -160,20 +159,7 @@ def hyperparameters_of(config_text: str) -> dict:
     """{'configurable.param': value} of a gin config text (gin's own parser; a scoped
     binding as 'scope/configurable.param', a macro by its name; import lines dropped),
     values JSON-typed. Raises ValueError on text gin cannot parse."""
-    bindings = {}
-    try:
-        for statement in config_parser.ConfigParser(config_text, _Symbols()):
-            if not isinstance(statement, config_parser.BindingStatement):
-                continue
-            key = statement.selector + (f".{statement.arg_name}" if statement.arg_name
-                                        else "")
-            if statement.scope:
-                key = f"{statement.scope}/{key}"
-            bindings[key] = _json_value(statement.value)
-    except SyntaxError as error:
-        raise ValueError(f"expected gin configuration text, found unparsable text: "
-                         f"{error}") from None
-    return bindings
+    return {key: _json_value(value) for key, value in binding_statements(config_text)}
 
 
 def gin_text(value) -> str:
