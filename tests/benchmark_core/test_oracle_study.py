@@ -91,8 +91,11 @@ def test_report_names_the_oracle_arms_at_their_default_strength():
     assert report.nominal(records) == {("dsprites", "oracle@0.157"): "oracle",
                                        ("dsprites", "texture@0.157"): "texture",
                                        ("dsprites", "noisy@0.1"): "noisy"}
-    row = {"setting": "", "variant": "texture", "dataset": "dsprites"}
-    assert report._eps_value(row) == [(0.157, "texture")]
+    assert report.variant_eps("texture", "dsprites") == 0.157
+    assert report.variant_eps("wave_texture", "dsprites") == 0.157
+    row = {"setting": "", "variant": "texture", "dataset": "dsprites", "model": "beta_vae"}
+    assert report.eps_points({("beta_vae", "dsprites", "texture")})(row) == [(0.157, "texture")]
+    assert report.eps_points(set())(row) == []          # no sweep: no curve
 
 
 def test_registered_hypotheses_find_the_report_groups(specs):
