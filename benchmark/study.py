@@ -32,6 +32,7 @@ import time
 
 import gin
 from absl import app, flags, logging
+from tqdm import tqdm
 
 from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
@@ -253,6 +254,14 @@ def progress_line(done: int, total: int, elapsed: float) -> str:
     return f"{done}/{total} runs done, {elapsed / 60:.0f} min elapsed, {eta}"
 
 
+def progress_bar(total: int, stream=None):
+    """A tqdm bar of finished runs on a terminal (stderr); disabled otherwise, where the
+    log line per run (`progress_line`) is the progress."""
+    stream = sys.stderr if stream is None else stream
+    return tqdm(total=total, unit="run", desc="study", file=stream,
+                disable=not (hasattr(stream, "isatty") and stream.isatty()))
+
+
 def execute(settings: dict, backend: str = "local", workers: int = 1,
             address: str | None = None, retry_failed: bool = False,
             dry_run: bool = False) -> dict:
@@ -294,6 +303,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     commands = {s.name: s.command(out.resolve()) for s in todo}
     ran, now_failed = [], []
     started = time.time()
+    bar = progress_bar(len(commands))
 
     def record(name: str, code: int, stderr: str) -> None:
         current = _read_failed(failed_path)     # merged: entries of other runs are kept
@@ -306,6 +316,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
                              "time": time.strftime("%Y-%m-%d %H:%M:%S")}
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
         write_json(failed_path, current)
+        bar.update(1)
         logging.info("%s %s; %s", name, "finished" if code == 0 else "FAILED",
                      progress_line(len(ran) + len(now_failed), len(commands),
                                    time.time() - started))
@@ -319,6 +330,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
                        for name, cmd in commands.items()}
             for future in concurrent.futures.as_completed(futures):
                 record(futures[future], *future.result())
+    bar.close()
     write_sample_grids(settings, out / "samples")
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
             "failed": sorted(now_failed), "skipped": skipped, "changed": []}

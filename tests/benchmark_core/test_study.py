@@ -202,3 +202,21 @@ def test_report_counts_a_copied_run_once(tmp_path, caplog):
 def test_progress_line_counts_runs_and_estimates_the_rest():
     assert study.progress_line(2, 8, 600.0) == "2/8 runs done, 10 min elapsed, about 30 min left"
     assert study.progress_line(8, 8, 2400.0) == "8/8 runs done, 40 min elapsed, all done"
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from benchmark import study as study_lib
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert study_lib.progress_bar(3, io.StringIO()).disable
+    shown = Terminal()
+    bar = study_lib.progress_bar(3, shown)
+    assert not bar.disable
+    bar.update(1)
+    bar.close()
+    assert "1/3" in shown.getvalue() and "run" in shown.getvalue()
