@@ -630,8 +630,15 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
         raise ReportError(f"study.json: {error}") from None
 
     def values(model, dataset, variant, setting, metric):
-        return [r["values"][metric] for r in groups.get((model, dataset, variant, setting), [])
-                if metric in r["values"]]
+        key = (model, dataset, variant, setting)
+        if key not in groups:
+            # A hypothesis names a variant by its base ('wave'); a study that ran it at one
+            # strength other than the default holds it as 'wave@0.3'.
+            strengths = [k for k in groups if k[:2] == (model, dataset) and k[3] == setting
+                         and base_variant(k[2]) == variant]
+            if len(strengths) == 1:
+                key = strengths[0]
+        return [r["values"][metric] for r in groups.get(key, []) if metric in r["values"]]
     return hypotheses_lib.evaluate(declared, values)
 
 

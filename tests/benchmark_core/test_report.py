@@ -229,3 +229,24 @@ def test_figure_input_rows_name_the_variant():
     assert figures.input_label({"variant": "original"}) == "input"
     assert figures.input_label({"variant": "noisy", "eps": 0.1}) == "noisy input, ε 0.1"
     assert figures.input_label({"variant": "modified"}) == "modified input"
+
+
+def test_hypothesis_on_a_variant_run_at_one_non_default_strength(tmp_path):
+    """A hypothesis names the base variant ('noisy'); a study that ran it only at eps 0.3
+    holds the group 'noisy@0.3', which the hypothesis must find (and only then)."""
+    root = tmp_path / "s"
+    for i, v in enumerate(ORIGINAL):
+        _result(root / "runs" / f"o{i}", "beta_vae", "original", i, v, 0.5)
+    for i, v in enumerate(MODIFIED):
+        _result(root / "runs" / f"n{i}", "beta_vae", "noisy", i, v, 0.5, eps=0.3)
+    declared = [{"id": "H1", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+                 "variant": "noisy"}]
+    (root / "study.json").write_text(json.dumps({"settings": {"hypotheses": declared}}))
+    (row,) = report.hypothesis_rows(report.read_study(root),
+                                    report.group(report.load_runs(root))[0])
+    assert row["outcome"] == "supported"
+    assert row["estimate"] == pytest.approx(np.mean(ORIGINAL) - np.mean(MODIFIED))
+    _result(root / "runs" / "n9", "beta_vae", "noisy", 9, 0.2, 0.5, eps=0.5)
+    (row,) = report.hypothesis_rows(report.read_study(root),
+                                    report.group(report.load_runs(root))[0])
+    assert row["outcome"].startswith("not testable")        # two strengths: ambiguous
