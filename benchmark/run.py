@@ -100,7 +100,8 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  eval_points: int = 10000, checkpoint_every: int = 1000,
                  log_every: int = 100, jit_compile: bool = False,
                  pair_rate: float = 6.0, health_points: int = 1000,
-                 figures: bool = True, precision: str = "float32") -> dict:
+                 figures: bool = True, precision: str = "float32",
+                 shared_eval_sample: bool = True) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -109,6 +110,9 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     figures: write reconstructions.png and traversals.png (methods with a decoder).
     precision: 'float32', or 'mixed_bfloat16' (GPU: layers compute in bfloat16, variables,
       output layers and losses stay float32; no loss scaling needed).
+    shared_eval_sample: the metrics (and eval_codes.npz) read their rows of one sample,
+      encoded once (benchmark/metrics/__init__.py); False gives each metric its own sample,
+      as before 2026-11-24 (the same numbers as then).
     Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
@@ -128,13 +132,17 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
         metrics_lib.check_names(metrics)
     except ValueError as error:
         raise RunError(f"run.metrics: {error}") from None
+    if not isinstance(shared_eval_sample, bool):
+        raise RunError(f"run.shared_eval_sample must be True or False, found "
+                       f"{shared_eval_sample!r}")
     if (isinstance(pair_rate, bool) or not isinstance(pair_rate, (int, float))
             or not pair_rate > 0):
         raise RunError(f"run.pair_rate must be a number > 0, found {pair_rate!r}")
     return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
-                health_points=health_points, figures=figures, precision=precision)
+                health_points=health_points, figures=figures, precision=precision,
+                shared_eval_sample=shared_eval_sample)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -342,20 +350,35 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
         settings["log_every"], settings["jit_compile"], image_summary=image_summary)
-    eval_rng = np.random.default_rng([settings["seed"], 1])
-    factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
-                                            eval_rng, batch_size=256)
+    # One settings object (gin-resolved, with the seed, the model's code kind and whether
+    # metrics share one sample) scores and is recorded beside the scores.
+    metric_settings = metrics_lib.resolve_settings(
+        settings["metrics"], settings["seed"],
+        code_is_discrete=bool(getattr(model, "code_is_discrete", False)),
+        shared_sample=settings["shared_eval_sample"])
+    sample = None
+    start_eval = time.perf_counter()
+    if settings["shared_eval_sample"]:       # eval_codes.npz: the shared sample's first rows
+        sample = metrics_lib.draw_shared_sample(
+            data, representation,
+            max(settings["eval_points"], metrics_lib.shared_rows(metric_settings)),
+            settings["seed"])
+        logging.info("evaluation sample of %d rows: %.1f s", len(sample[0]),
+                     time.perf_counter() - start_eval)
+        factors, codes = (a[:settings["eval_points"]] for a in sample)
+    else:
+        eval_rng = np.random.default_rng([settings["seed"], 1])
+        factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
+                                                eval_rng, batch_size=256)
     _claim(output_dir, "eval_codes.npz")
     with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
         np.savez(f, factors=factors, codes=codes)
-    # One settings object (gin-resolved, with the seed and the model's code kind) scores
-    # and is recorded beside the scores.
-    metric_settings = metrics_lib.resolve_settings(
-        settings["metrics"], settings["seed"],
-        code_is_discrete=bool(getattr(model, "code_is_discrete", False)))
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
                                   settings["metrics"], record_errors=True,
-                                  settings=metric_settings)
+                                  settings=metric_settings, sample=sample)
+    eval_seconds = time.perf_counter() - start_eval
+    logging.info("evaluation: %.1f s, %.0f %% of training's %.1f s", eval_seconds,
+                 100 * eval_seconds / max(training["seconds"], 1e-9), training["seconds"])
     scores["health"] = model_health(model, health_images, data.num_factors)
     if settings["figures"] and hasattr(model, "decode_images"):
         _claim(output_dir, "reconstructions.png", "traversals.png")
@@ -372,7 +395,8 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         metric_settings=metric_settings,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
         steps=training["steps"], resumed_from=training["resumed_from"],
-        train_seconds=training["seconds"], wall_seconds=time.perf_counter() - start,
+        train_seconds=training["seconds"], eval_seconds=eval_seconds,
+        wall_seconds=time.perf_counter() - start,
         fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
     return output_dir
 

@@ -68,8 +68,8 @@ def _version(text: str) -> tuple[int, ...]:
 def test_scikit_learn_is_bounded_where_dci_reads_a_private_attribute():
     """benchmark/metrics/dci.py reads HistGradientBoostingClassifier._predictors (the fitted
     trees' split gains; there is no public equivalent), so setup.py caps scikit-learn at
-    the releases tested; inside the cap the importances are the ones recorded when the cap
-    was set (scikit-learn 1.9.1)."""
+    the releases tested; inside the cap the importances are the ones recorded with
+    scikit-learn 1.9.1 (one fit per factor, since 2026-11-24)."""
     import numpy as np
     import sklearn
 
@@ -88,8 +88,8 @@ def test_scikit_learn_is_bounded_where_dci_reads_a_private_attribute():
     importance, train_acc, test_acc = dci.importance_matrix(
         factors[:80], codes[:80], factors[80:], codes[80:], np.random.default_rng(1),
         "hist_gbt", n_jobs=1)
-    recorded = [[0.9999998023114471, 0.06277916285827906],
-                [1.6509965873549413e-07, 0.887817463066419],
-                [3.258889416979019e-08, 0.049403374075302]]
+    recorded = [[0.9999998023114471, 0.06302100729915155],
+                [1.6509965873549413e-07, 0.8881235425752589],
+                [3.258889416979019e-08, 0.04885545012558947]]
     np.testing.assert_allclose(importance, recorded, rtol=1e-9, atol=1e-15)
     assert train_acc.tolist() == [1.0, 1.0] and test_acc.tolist() == [1.0, 0.9]

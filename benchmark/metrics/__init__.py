@@ -17,6 +17,19 @@ evaluate's JSON: `metric_settings`), and the report compares it across runs
 
 Each metric draws from its own generator, derived from (seed, metric name), so a metric's
 number does not depend on which other metrics ran.
+
+One shared sample (the runner's default, `resolve_settings(..., shared_sample=True)`):
+metrics that read uniform samples (every one except FactorVAE / β-VAE scores with
+`pool_size=None`, which render their own interventions) take their rows from one sample
+of (factors, codes), encoded once, instead of each drawing and encoding its own: 20,000
+images instead of 70,000 for the default set. Each metric reads the sizes its settings
+name (DCI: rows [0, num_train) to train, the next num_test to test; MIG: the first
+num_train; the pools: the first pool_size), so every metric's rows are a uniform sample
+of the sizes dlib uses, as before; only the metrics' samples are no longer independent of
+each other. The sample is drawn in whole chunks from a generator of its own, so its first
+n rows do not depend on its size, and a metric's number still does not depend on which
+other metrics ran. The setting is recorded as `sample` ('shared' or 'own') in each
+metric's settings.
 """
 
 from __future__ import annotations
@@ -41,9 +54,14 @@ MetricInputError = codes.MetricInputError
 TRAIN_FRACTION = 2 / 3
 
 #: settings that are recorded but never make two scores incomparable: the seed (scores of
-#: several seeds are averaged), and the code kind (paper 001 reads discrete and continuous
-#: codes with their own estimators in one column)
-NOT_COMPARED = ("seed", "discrete")
+#: several seeds are averaged), the code kind (paper 001 reads discrete and continuous
+#: codes with their own estimators in one column), and whether the metric's rows came from
+#: the shared sample (the same distribution of rows either way)
+NOT_COMPARED = ("seed", "discrete", "sample")
+
+#: rows of the shared sample drawn, rendered and encoded at a time (its first n rows are
+#: the same whatever its size)
+SHARED_CHUNK = 256
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -172,13 +190,47 @@ def _defaults(fn: Callable) -> dict:
             if name not in skip}
 
 
-def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | None = None
-                     ) -> dict[str, dict]:
+def rows_needed(name: str, values: dict) -> int | None:
+    """Rows of a uniform sample that metric `name` reads under its settings `values` (see
+    the module docstring), or None when it renders its own interventions (pool_size None)."""
+    entry = METRICS[name]
+    if "pool_size" in entry.sampling:
+        return None if values["pool_size"] is None else int(values["pool_size"])
+    if entry.split:
+        return int(values["num_train"]) + int(values["num_test"])
+    return int(values["num_train"] if "num_train" in entry.sampling else values["num_points"])
+
+
+def _reads_shared(name: str, values: dict) -> bool:
+    return values.get("sample") == "shared" and rows_needed(name, values) is not None
+
+
+def shared_rows(settings: dict[str, dict]) -> int:
+    """Rows the shared sample needs for the metrics of `settings` marked 'shared' (0: none)."""
+    return max((rows_needed(name, values) for name, values in settings.items()
+                if _reads_shared(name, values)), default=0)
+
+
+def draw_shared_sample(data, representation_fn, num_rows: int, seed: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(factors int64 (num_rows, k), codes float64 (num_rows, d)): the shared sample of run
+    seed `seed`, drawn SHARED_CHUNK rows at a time (whole chunks, then cut), so the first n
+    rows are the same for every num_rows >= n."""
+    chunks = -(-int(num_rows) // SHARED_CHUNK)
+    factors, codes_array = codes.sample_codes(data, representation_fn, chunks * SHARED_CHUNK,
+                                              metric_rng(seed, "shared sample"), SHARED_CHUNK)
+    return factors[:num_rows], codes_array[:num_rows]
+
+
+def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | None = None,
+                     shared_sample: bool = False) -> dict[str, dict]:
     """{metric name: its settings} for the dataset level: every parameter of the metric's
-    configurable, its default unless gin binds it (plus the entry's fixed values), and
-    'seed'. Raises ValueError naming the binding when a value is not allowed, before any
-    work. `code_is_discrete` (the runner: the model's `code_is_discrete`) sets the
-    `discrete` setting of metrics that have one (InfoMEC), unless gin binds it."""
+    configurable, its default unless gin binds it (plus the entry's fixed values), 'seed',
+    and 'sample': 'shared' when `shared_sample` and the metric reads uniform samples
+    (`rows_needed`), else 'own'. Raises ValueError naming the binding when a value is not
+    allowed, before any work. `code_is_discrete` (the runner: the model's
+    `code_is_discrete`) sets the `discrete` setting of metrics that have one (InfoMEC),
+    unless gin binds it."""
     settings = {}
     for name in check_names(names):
         entry = METRICS[name]
@@ -196,7 +248,8 @@ def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | N
                 raise ValueError(f"{entry.gin_name}.{key} must be one of "
                                  f"{', '.join(map(repr, allowed))}, found {values[key]!r}")
         settings[name] = {key: _plain(value) for key, value in values.items()}
-        settings[name].update(level="data", seed=int(seed))
+        shared = shared_sample and rows_needed(name, settings[name]) is not None
+        settings[name].update(level="data", seed=int(seed), sample="shared" if shared else "own")
     return settings
 
 
@@ -208,7 +261,7 @@ def codes_settings(settings: dict[str, dict], num_rows: int,
     out = {}
     for name, values in settings.items():
         entry = METRICS[name]
-        kept = {k: v for k, v in values.items() if k not in entry.sampling}
+        kept = {k: v for k, v in values.items() if k not in entry.sampling and k != "sample"}
         if entry.split:
             cut = _cut(num_rows, train_fraction)
             kept.update(num_train=cut, num_test=num_rows - cut, train_fraction=train_fraction)
@@ -228,29 +281,64 @@ def _suffixed(entry: Metric, scores: dict) -> dict:
 
 
 def _arguments(entry: Metric, values: dict) -> dict:
-    return {k: v for k, v in values.items() if k not in ("seed", "level")}
+    return {k: v for k, v in values.items() if k not in ("seed", "level", "sample")}
+
+
+def _from_sample(name: str, values: dict, factors, codes_array, rng) -> dict:
+    """Metric `name`'s codes-level core on its rows of the shared sample (rows_needed)."""
+    entry = METRICS[name]
+    if entry.split:
+        train, test = int(values["num_train"]), int(values["num_test"])
+        return entry.from_codes(factors[:train], codes_array[:train],
+                                factors[train:train + test], codes_array[train:train + test],
+                                rng, values)
+    rows = rows_needed(name, values)
+    return entry.from_codes(factors[:rows], codes_array[:rows], rng, values)
 
 
 def evaluate(data, representation_fn, seed: int, names: Sequence[str] = tuple(METRICS),
-             record_errors: bool = False, settings: dict[str, dict] | None = None) -> dict:
+             record_errors: bool = False, settings: dict[str, dict] | None = None,
+             sample: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """{metric name: its dict of scores} on the dataset `data`.
 
-    settings: `resolve_settings(names, seed)` (resolved here when None); record it beside
-    the scores. A metric undefined on this representation (codes.MetricInputError, e.g.
-    every code dim constant) raises, or with `record_errors` becomes {'error': why}: no
-    score, never a default number, and the other metrics are still computed (the runner
-    records them so).
+    settings: `resolve_settings(names, seed, ...)` (resolved here, each metric on its own
+    sample, when None); record it beside the scores. Metrics whose settings say
+    sample='shared' read their rows of `sample` (factors, codes) = `draw_shared_sample(data,
+    representation_fn, n, seed)` for any n >= `shared_rows(settings)`, drawn here when None.
+    A metric undefined on this representation (codes.MetricInputError, e.g. every code dim
+    constant) raises, or with `record_errors` becomes {'error': why}: no score, never a
+    default number, and the other metrics are still computed (the runner records them so).
     """
     names = check_names(names)
     settings = resolve_settings(names, seed) if settings is None else settings
-    scores = {}
-    for number, name in enumerate(names, 1):
-        entry = METRICS[name]
+    needed = shared_rows({name: settings[name] for name in names})
+    sample_error = None
+    if needed and sample is None:
         start = time.perf_counter()
         try:
-            scores[name] = _suffixed(entry, entry.configurable(
-                data, representation_fn, metric_rng(settings[name]["seed"], name),
-                **_arguments(entry, settings[name])))
+            sample = draw_shared_sample(data, representation_fn, needed, seed)
+        except codes.MetricInputError as error:     # the representation's output is bad
+            if not record_errors:
+                raise
+            sample_error = error
+        logging.info("shared sample of %d rows: %.1f s", needed, time.perf_counter() - start)
+    if sample is not None and len(sample[0]) < needed:
+        raise ValueError(f"evaluate: the shared sample has {len(sample[0])} rows, the metrics "
+                         f"need {needed}")
+    scores = {}
+    for number, name in enumerate(names, 1):
+        entry, values = METRICS[name], settings[name]
+        rng = metric_rng(values["seed"], name)
+        start = time.perf_counter()
+        try:
+            if _reads_shared(name, values):
+                if sample_error is not None:
+                    raise sample_error
+                out = _from_sample(name, values, sample[0], sample[1], rng)
+            else:
+                out = entry.configurable(data, representation_fn, rng,
+                                         **_arguments(entry, values))
+            scores[name] = _suffixed(entry, out)
             logging.info("metric %d/%d %s: %.1f s", number, len(names), name,
                          time.perf_counter() - start)
         except codes.MetricInputError as error:

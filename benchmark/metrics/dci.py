@@ -9,11 +9,13 @@ with entropies in base K (factors) and D (dims). Classifiers:
 - 'hist_gbt' (the suite's default): sklearn's HistGradientBoostingClassifier shaped like
   dlib's trees (100 rounds, learning rate 0.1, depth 3, leaves of >= 1 point, no early
   stopping) on 255 bins; importances = total split gain per feature (read from the fitted
-  trees' node records), normalised per factor, averaged over a fit with the columns in
-  order and one with them reversed (ties, see _fit_factor). About 15x faster than 'gbt' on dSprites'
-  40- and 32-class factors (9 s vs 246 s for a 10-dim code on 2 cores), which is what
-  keeps the whole metric suite under a minute; its agreement with 'gbt' on trained codes
-  is measured in the README (Metrics).
+  trees' node records), normalised per factor. Binned trees break exact ties between
+  features by column order, which matters when dims are copies of each other (a dim and
+  any monotone function of it bin identically): such dims are found first (`tied_columns`),
+  one of each group is fitted, and its credit is shared evenly by the group, as the exact
+  GBT's randomised tie-breaking does in expectation. Many times faster than 'gbt' on
+  dSprites' 40- and 32-class factors (README, Metrics: times and agreement with 'gbt' on
+  trained codes).
 - 'gbt' (disentanglement_lib's exact choice): sklearn GradientBoostingClassifier with
   default settings. dlib leaves it unseeded; here the seed comes from `rng`, so the same
   seed gives the same number. Use `dci.classifier = 'gbt'` to reproduce dlib's DCI.
@@ -76,32 +78,42 @@ def _split_gains(model: HistGradientBoostingClassifier, num_features: int) -> np
     return gains / gains.sum() if gains.sum() > 0 else gains
 
 
-def _hist_gbt(x_train, y_train, x_test, y_test, seed: int, reverse: bool
-              ) -> tuple[np.ndarray, float, float]:
-    """One histogram GBT fit shaped like dlib's trees, with the columns in order or
-    reversed: (split-gain importances in the original column order, train acc, test acc)."""
-    order = slice(None, None, -1) if reverse else slice(None)
+def tied_columns(codes: np.ndarray) -> list[list[int]]:
+    """Groups of columns of `codes` (n, d) that any binned tree splits identically: equal
+    dense ranks, or reversed ones (a dim and a monotone function of it). Each group is
+    sorted; groups are ordered by their first column; a column tied with none is a group
+    of its own."""
+    keys = {}
+    for j in range(codes.shape[1]):
+        ranks = np.unique(codes[:, j], return_inverse=True)[1].reshape(-1)
+        flipped = ranks.max() - ranks
+        key = min(ranks.tobytes(), flipped.tobytes())
+        keys.setdefault(key, []).append(j)
+    return sorted(keys.values())
+
+
+def _hist_gbt(x_train, y_train, x_test, y_test, seed: int,
+              groups: list[list[int]]) -> tuple[np.ndarray, float, float]:
+    """One histogram GBT fit shaped like dlib's trees on the first column of each group of
+    tied columns: (split-gain importances (d,), each group's credit shared evenly by its
+    columns; train acc; test acc)."""
+    kept = [group[0] for group in groups]
     model = HistGradientBoostingClassifier(
         max_iter=100, learning_rate=0.1, max_depth=3, max_leaf_nodes=None,
         min_samples_leaf=1, early_stopping=False, random_state=seed)
-    model.fit(x_train[:, order], y_train)
-    return (_split_gains(model, x_train.shape[1])[order],
-            float(np.mean(model.predict(x_train[:, order]) == y_train)),
-            float(np.mean(model.predict(x_test[:, order]) == y_test)))
+    model.fit(x_train[:, kept], y_train)
+    gains = _split_gains(model, len(kept))
+    importance = np.zeros(x_train.shape[1])
+    for group, gain in zip(groups, gains):
+        importance[group] = gain / len(group)
+    return (importance, float(np.mean(model.predict(x_train[:, kept]) == y_train)),
+            float(np.mean(model.predict(x_test[:, kept]) == y_test)))
 
 
 def _fit_factor(classifier: str, x_train, y_train, x_test, y_test, seed: int,
                 rf_depths) -> tuple[np.ndarray, float, float]:
     if classifier == "gbt":
         model = GradientBoostingClassifier(random_state=seed).fit(x_train, y_train)
-    elif classifier == "hist_gbt":
-        # Binned trees break exact ties between features by column order (common in small
-        # pure nodes, and total for an exact copy of a dim, which would get no credit at
-        # all); fitting once with the columns in order and once reversed, and averaging,
-        # splits tied credit evenly, as the exact GBT's randomised tie-breaking does in
-        # expectation. `importance_matrix` runs the two fits as separate jobs.
-        fits = [_hist_gbt(x_train, y_train, x_test, y_test, seed, r) for r in (False, True)]
-        return _mean_fits(fits)
     else:
         # Depth tuned on a validation split of the training points (paper 001 app. C.5).
         split = int(0.9 * len(x_train))
@@ -120,11 +132,6 @@ def _fit_factor(classifier: str, x_train, y_train, x_test, y_test, seed: int,
     return np.abs(model.feature_importances_), train_acc, test_acc
 
 
-def _mean_fits(fits) -> tuple[np.ndarray, float, float]:
-    return (np.mean([f[0] for f in fits], axis=0), float(np.mean([f[1] for f in fits])),
-            float(np.mean([f[2] for f in fits])))
-
-
 def importance_matrix(factors_train, codes_train, factors_test, codes_test,
                       rng: np.random.Generator, classifier: str = "hist_gbt", n_jobs: int = 2,
                       rf_depths=(2, 4, 8, 16, None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,18 +142,15 @@ def importance_matrix(factors_train, codes_train, factors_test, codes_test,
     num_factors = factors_train.shape[1]
     seeds = rng.integers(0, 2**31 - 1, size=num_factors)
     if classifier == "hist_gbt":
-        # Each factor's two fits are separate jobs, the largest (most classes: one tree per
-        # class and round) first, so 2 workers stay busy to the end (same numbers).
-        jobs = sorted(((k, r) for k in range(num_factors) for r in (False, True)),
-                      key=lambda job: -len(np.unique(factors_train[:, job[0]])))
+        # One job per factor, the largest (most classes: one tree per class and round)
+        # first, so the workers stay busy to the end.
+        groups = tied_columns(np.concatenate([codes_train, codes_test]))
+        order = sorted(range(num_factors), key=lambda k: -len(np.unique(factors_train[:, k])))
         fits = joblib.Parallel(n_jobs=n_jobs)(
             joblib.delayed(_hist_gbt)(codes_train, factors_train[:, k], codes_test,
-                                      factors_test[:, k], int(seeds[k]), r)
-            for k, r in jobs)
-        by_factor = {}
-        for (k, _), fit in zip(jobs, fits):
-            by_factor.setdefault(k, []).append(fit)
-        results = [_mean_fits(by_factor[k]) for k in range(num_factors)]
+                                      factors_test[:, k], int(seeds[k]), groups)
+            for k in order)
+        results = [fit for _, fit in sorted(zip(order, fits), key=lambda pair: pair[0])]
     else:
         results = joblib.Parallel(n_jobs=n_jobs)(
             joblib.delayed(_fit_factor)(classifier, codes_train, factors_train[:, k],

@@ -72,7 +72,16 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[
         "fingerprint"]
     assert results["metric_settings"] == {"mig": {"num_train": 10000, "batch_size": 16,
-                                                  "num_bins": 20, "level": "data", "seed": 0}}
+                                                  "num_bins": 20, "level": "data", "seed": 0,
+                                                  "sample": "shared"}}
+    # eval_codes.npz holds the first rows of the sample the metrics read (issue 17 item 4):
+    # its factors are the ones the shared sample's generator draws
+    from benchmark import metrics as metrics_lib
+    from benchmark.data import dsprites
+    factors, _ = metrics_lib.draw_shared_sample(
+        dsprites.DSprites(source="procedural"), lambda x: np.zeros((len(x), 1)), 300, seed=0)
+    with np.load(out / "eval_codes.npz", allow_pickle=False) as saved:
+        np.testing.assert_array_equal(saved["factors"], factors)
     stamp = (out / "results.json").stat().st_mtime_ns
     again = _run(*args)
     assert again.returncode == 0 and (out / "results.json").stat().st_mtime_ns == stamp
@@ -246,6 +255,7 @@ def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_p
     ("run.metrics = ['mig', 'dcii']", r"run.metrics: unknown metric\(s\) \['dcii'\]"),
     ("run.metrics = 'mig'", "run.metrics must be a list of metric names"),
     ("run.seed = True", "run.seed must be an integer >= 0, found True"),
+    ("run.shared_eval_sample = 1", "run.shared_eval_sample must be True or False, found 1"),
 ])
 def test_bad_run_settings_fail_before_any_work(tmp_path, binding, message):
     from benchmark import run
@@ -276,12 +286,13 @@ def test_quantised_models_are_scored_as_discrete_codes(tmp_path):
     try:
         config.parse_config(["models/qlae.gin", "datasets/dsprites.gin"],
                             [*TINY_BINDINGS, "run.figures = False",
-                             "run.metrics = ['infomec']"])
+                             "run.metrics = ['infomec']", "run.shared_eval_sample = False"])
         out = run.run(tmp_path / "qlae", False)
     finally:
         gin.clear_config()
     results = json.loads((out / "results.json").read_text())
     assert results["metric_settings"]["infomec"]["discrete"] is True
+    assert results["metric_settings"]["infomec"]["sample"] == "own"
     assert results["metric_settings"]["infomec"]["prune_fraction"] == pytest.approx(1 / 20)
     assert "metric/infomec/infom" in results["scalars"] or "infomec" in results["errors"]
 
