@@ -230,7 +230,7 @@ MODELS: dict[str, ModelSpec] = {
                             paper="Kim & Mnih 2018; paper 002 Table 2"),
     "slowvae": ModelSpec(_slowvae, Settings(slowvae.SlowVAE, ("beta", "gamma", "rate")),
                          input_kind="pairs", paper="Klindt et al. 2021; paper 002 Table 2"),
-    "pcl": ModelSpec(_pcl, Settings(pcl.PCL, ()), input_kind="pairs_with_negatives",
+    "pcl": ModelSpec(_pcl, Settings(pcl.PCL, ("batch_norm", "official_init")), input_kind="pairs_with_negatives",
                      paper="Hyvarinen & Morioka 2017; paper 002 sec. 5.1"),
     "qlae": ModelSpec(_qlae, Settings(quantized.make_qlae, ("num_values", "shared_codebook",
                                                             "lambda_quantize", "lambda_commit")),
