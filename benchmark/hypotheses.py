@@ -22,8 +22,13 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
     test      'drop': H1 mean(original) − mean(variant) > 0, one-sided Welch;
               'equivalence': H1 |mean(original) − mean(variant)| < margin, TOST;
               'drop_difference': H1 drop(variant) > drop(versus), one-sided Welch of
-              versus against variant (the original mean cancels, see stats.drop_difference)
-    model, dataset (required); variant (default 'modified'); versus (default 'noisy');
+              versus against variant (the original mean cancels, see stats.drop_difference);
+              'greater': H1 mean(model, setting) − mean(versus_model, versus_setting) > 0
+              on one variant (default 'original'), one-sided Welch: one method against
+              another (PCL against the AE)
+    model, dataset (required); variant (default 'modified'; 'original' for 'greater');
+    versus (default 'noisy'); versus_model (required by 'greater'), versus_setting
+              (default '')
     setting   line-search setting label, e.g. 'beta=8' (default '': none)
     metric    report column, e.g. 'MIG' (default), 'DCI-D'
     alpha     level (default 0.05; equal within a family)
@@ -47,9 +52,12 @@ TESTS = {
                    "mean({variant})) < margin",
     "drop_difference": "one-sided Welch of {versus} against {variant}; alternative: "
                        "drop({variant}) > drop({versus})",
+    "greater": "one-sided Welch; alternative: mean({model}{setting_shown}) − "
+               "mean({versus_model}{versus_setting_shown}) > 0 on {variant} data",
 }
 FIELDS = {"id", "test", "model", "dataset", "variant", "versus", "setting", "metric", "alpha",
-          "family", "margin", "margin_of", "margin_fraction", "claim"}
+          "family", "margin", "margin_of", "margin_fraction", "claim", "versus_model",
+          "versus_setting"}
 
 
 def normalise(hypotheses) -> list[dict]:
@@ -69,6 +77,14 @@ def normalise(hypotheses) -> list[dict]:
         if h["test"] not in TESTS:
             raise ValueError(f"{where}: test must be one of {sorted(TESTS)}, found "
                              f"{h['test']!r}")
+        if h["test"] == "greater":
+            if not h.get("versus_model"):
+                raise ValueError(f"{where}: a 'greater' test needs 'versus_model', the "
+                                 "method it is compared with")
+            h = {"variant": "original", "versus_setting": "", **h}
+        elif "versus_model" in h or "versus_setting" in h:
+            raise ValueError(f"{where}: 'versus_model' and 'versus_setting' belong to a "
+                             f"'greater' test, not to {h['test']!r}")
         h = {"variant": "modified", "versus": "noisy", "setting": "", "metric": "MIG",
              "alpha": stats.ALPHA, "family": "primary", **h}
         h["alpha"] = float(h["alpha"])
@@ -101,8 +117,10 @@ def check_grid(hypotheses: list[dict], models, datasets, variants) -> None:
             "variant": {v.split("@")[0] for v in variants}}
     for h in hypotheses:
         compared = ([h["variant"], h["versus"]] if h["test"] == "drop_difference"
+                    else [h["variant"]] if h["test"] == "greater"
                     else ["original", h["variant"]])
-        needs = {"model": [h["model"], h.get("margin_of", h["model"])],
+        needs = {"model": [h["model"], h.get("margin_of", h["model"]),
+                           h.get("versus_model", h["model"])],
                  "dataset": [h["dataset"]], "variant": [v.split("@")[0] for v in compared]}
         for field, wanted in needs.items():
             missing = [w for w in dict.fromkeys(wanted) if w not in grid[field]]
@@ -119,6 +137,9 @@ def _claim(h: dict) -> str:
         return f"{subject} drops on {h['variant']} data"
     if h["test"] == "equivalence":
         return f"{subject} is unchanged on {h['variant']} data (within the margin)"
+    if h["test"] == "greater":
+        versus = h["versus_model"] + (f" ({h['versus_setting']})" if h["versus_setting"] else "")
+        return f"{subject} is higher than {versus}'s on {h['variant']} data"
     return f"{subject} drops more on {h['variant']} than on {h['versus']} data"
 
 
@@ -132,7 +153,9 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
     values(model, dataset, variant, setting, metric) -> list of kept runs' scores."""
     rows = []
     for h in hypotheses:
-        row = {**h, "test_name": TESTS[h["test"]].format(**h), "margin": None,
+        shown = {f"{key}_shown": f" ({h[key]})" if h.get(key) else ""
+                 for key in ("setting", "versus_setting")}
+        row = {**h, "test_name": TESTS[h["test"]].format(**h, **shown), "margin": None,
                "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}
         try:
             row.update(_test(h, values))
@@ -154,14 +177,24 @@ class _Untestable(Exception):
     """Too few runs, or no margin: the hypothesis cannot be tested on these results."""
 
 
-def _group(values, h: dict, model: str, variant: str) -> list:
-    found = values(model, h["dataset"], variant, h["setting"], h["metric"])
+def _group(values, h: dict, model: str, variant: str, setting: str | None = None) -> list:
+    setting = h["setting"] if setting is None else setting
+    found = values(model, h["dataset"], variant, setting, h["metric"])
     if len(found) < 2:
-        raise _Untestable(f"{len(found)} kept {model} run(s) on {variant} data (needs 2)")
+        shown = f" ({setting})" if setting else ""
+        raise _Untestable(f"{len(found)} kept {model}{shown} run(s) on {variant} data "
+                          "(needs 2)")
     return found
 
 
 def _test(h: dict, values) -> dict:
+    if h["test"] == "greater":
+        first = _group(values, h, h["model"], h["variant"])
+        second = _group(values, h, h["versus_model"], h["variant"], h["versus_setting"])
+        result = stats.drop_test(first, second)     # mean(first) − mean(second) > 0
+        return {"estimate": result["drop"], "ci_low": result["ci_low"],
+                "ci_high": result["ci_high"], "n": f"{len(first)} / {len(second)}",
+                "p": result["p_drop"]}
     variant = _group(values, h, h["model"], h["variant"])
     if h["test"] == "drop_difference":
         versus = _group(values, h, h["model"], h["versus"])

@@ -114,3 +114,42 @@ def test_study_settings_record_hypotheses_from_gin(tmp_path):
         study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"},
                              hypotheses=[{"id": "H1", "test": "drop", "model": "ae",
                                           "dataset": "dsprites"}])
+
+
+def test_greater_compares_two_methods_or_settings_on_one_variant():
+    data = {("pcl", "lr=0.001"): [0.09, 0.07, 0.08, 0.10], ("ae", "lr=0.0001"): [0.05, 0.06, 0.04],
+            ("ae", "lr=0.001"): [0.06, 0.05, 0.07]}
+
+    def values(model, dataset, variant, setting, metric):
+        assert (dataset, variant, metric) == ("dsprites", "original", "MIG")
+        return data.get((model, setting), [])
+
+    declared = hypotheses.normalise([
+        {"id": "G1", "test": "greater", "model": "pcl", "setting": "lr=0.001",
+         "versus_model": "ae", "versus_setting": "lr=0.0001", "dataset": "dsprites"},
+        {"id": "G2", "test": "greater", "model": "pcl", "setting": "lr=0.001",
+         "versus_model": "ae", "versus_setting": "lr=0.001", "dataset": "dsprites"},
+        {"id": "G3", "test": "greater", "model": "pcl", "versus_model": "ae",
+         "dataset": "dsprites"}])
+    assert declared[0]["variant"] == "original"
+    assert declared[0]["claim"] == ("pcl MIG on dsprites (lr=0.001) is higher than "
+                                    "ae (lr=0.0001)'s on original data")
+    rows = {r["id"]: r for r in hypotheses.evaluate(declared, values)}
+    for key, versus in (("G1", "lr=0.0001"), ("G2", "lr=0.001")):
+        first, second = data[("pcl", "lr=0.001")], data[("ae", versus)]
+        p = sp.ttest_ind(first, second, equal_var=False, alternative="greater").pvalue
+        assert rows[key]["p"] == pytest.approx(p)
+        assert rows[key]["estimate"] == pytest.approx(np.mean(first) - np.mean(second))
+        assert rows[key]["n"] == f"4 / {len(second)}"
+        assert "mean(pcl (lr=0.001)) − mean(ae (" in rows[key]["test_name"]
+    assert rows["G3"]["outcome"].startswith("not testable: 0 kept pcl run(s) on original")
+    with pytest.raises(ValueError, match="needs 'versus_model'"):
+        hypotheses.normalise([{"id": "G", "test": "greater", "model": "pcl",
+                               "dataset": "dsprites"}])
+    with pytest.raises(ValueError, match="belong to a 'greater' test"):
+        hypotheses.normalise([{"id": "G", "test": "drop", "model": "pcl",
+                               "dataset": "dsprites", "versus_model": "ae"}])
+    with pytest.raises(ValueError, match=r"model \['vae'\] is not in the study's grid"):
+        hypotheses.check_grid(hypotheses.normalise([
+            {"id": "G", "test": "greater", "model": "pcl", "versus_model": "vae",
+             "dataset": "dsprites"}]), ["pcl", "ae"], ["dsprites"], ["original"])
