@@ -49,3 +49,19 @@ def test_noisy_stream(data):
     batch = _take(pipeline.image_dataset(noisy, batch_size=8, seed=0), 1)[0]
     assert 0.0 <= batch.min() and batch.max() <= 1.0
     assert len(np.unique(batch)) > 100
+
+
+def test_streams_run_without_autotuning_so_their_iterators_close_at_once(data):
+    """tf.data's autotuning thread made deleting a training iterator wait up to ~a minute
+    (benchmark/data/pipeline.py); every stream turns it off."""
+    import time
+    streams = [pipeline.image_dataset(data, batch_size=8),
+               pipeline.pair_dataset(data, batch_size=8, negatives=True)]
+    for stream in streams:
+        assert stream.options().autotune.enabled is False
+        iterator = iter(stream)
+        for _ in range(3):
+            next(iterator)
+        start = time.perf_counter()
+        del iterator
+        assert time.perf_counter() - start < 5.0
