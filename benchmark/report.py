@@ -655,7 +655,10 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
              "Declared in the study's configuration (`study.hypotheses`) and recorded in its "
              "study.json before its runs trained; tested on the kept (not over-pruned) runs. "
              "Estimate: the drop (original − variant), or the difference of drops "
-             "(variant − versus), with its 95 % Welch t interval (equivalence: the "
+             "(variant − versus)"
+             + (", or the difference of two methods' means (greater: model − versus model)"
+                if any(row["test"] == "greater" for row in rows) else "")
+             + ", with its 95 % Welch t interval (equivalence: the "
              "(1 − 2α) interval, which must lie inside ±margin); p (Holm): adjusted within "
              "each family; supported when it is below α.", ""]
     if amended:
