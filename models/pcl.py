@@ -46,6 +46,7 @@ class PCL(TrainableModel):
         d = encoder.output["mean"].shape[-1]
         self.normalize = (keras.layers.BatchNormalization(center=False, scale=False,
                                                           epsilon=1e-5,   # PyTorch's
+                                                          dtype="float32",   # as the code
                                                           name="pcl_batch_norm")
                           if batch_norm else None)
         if official_init:
