@@ -38,7 +38,7 @@ from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import write_json
-from benchmark.data import VARIANTS
+from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
 from benchmark.errors import cli_main, user_errors
 from benchmark.lock import directory_lock
 
@@ -81,9 +81,11 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
       (e.g. 'papers/zietlow2021/beta_vae_{dataset}.gin').
-    variants: 'original', 'noisy', 'modified', 'oracle', 'texture' (the positive control,
-      benchmark/data/oracle.py); artefacts: {dataset: {variant: artefact directory}} for
-      the variants that load one ('modified' must; 'noisy' may, otherwise the default
+    variants: 'original', 'noisy', 'modified', 'modified_texture' (the artefact's
+      fixed-texture control), 'oracle', 'texture', 'wave', 'wave_texture' (the positive
+      control, benchmark/data/oracle.py); artefacts: {dataset: {variant: artefact
+      directory}} for the variants that load one ('modified' and 'modified_texture' must,
+      the same directory; 'noisy' may, otherwise the default
       noise of paper 002 sec. 5.2 is used). A variant name may carry a strength,
       'modified@0.2', for robustness curves (data.eps).
     line_search: {model name: [gin parameter, [values...]]} (paper 002 Fig. 5); models
@@ -103,11 +105,11 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
         if base not in VARIANTS:
             raise ValueError(f"study.variants: unknown variant {variant!r}; expected one of "
                              f"{', '.join(VARIANTS)} (optionally '@<eps>')")
-        if base == "modified":
-            missing = [d for d in datasets if not artefacts.get(d, {}).get("modified")]
+        if base in ARTEFACT_VARIANTS:
+            missing = [d for d in datasets if not artefacts.get(d, {}).get(base)]
             if missing:
-                raise ValueError(f"study.variants has 'modified' but study.artefacts names no "
-                                 f"modified artefact for {missing}")
+                raise ValueError(f"study.variants has {base!r} but study.artefacts names no "
+                                 f"{base} artefact for {missing}")
     line_search = {m: (p, list(v)) for m, (p, v) in dict(line_search or {}).items()}
     unknown = [m for m in line_search if m not in models]
     if unknown:

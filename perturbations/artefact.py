@@ -3,6 +3,8 @@
     ARTEFACT/metadata.json          {"schema_version", "kind": "manipulation" | "noise",
                                      "dataset", "factor_sizes", "observation_shape", "eps",
                                      "weights_sha256" (manipulation), "seed" (noise),
+                                     "fixed_factors" (optional: {factor name: class} of
+                                     a dataset reduced by benchmark/data/subset.py),
                                      ... provenance (reference runs, MIG, seeds, version)}
     ARTEFACT/manipulation.weights.h5   the weights of m(w) (kind 'manipulation' only)
 
@@ -38,6 +40,8 @@ WEIGHTS = "manipulation.weights.h5"
 WEIGHTS_SHA256 = "weights_sha256"
 SUITE_VERSION = "0.1.0"
 MAX_METADATA_BYTES = 1 << 20          # metadata.json is a few KB; refuse anything huge
+#: factor vectors averaged for the texture control's E_w m(w) (the whole grid when smaller)
+TEXTURE_POINTS = 20000
 
 
 class ArtefactError(UserError, ValueError):
@@ -161,6 +165,11 @@ def read_metadata(directory) -> dict:
         seed = metadata["seed"]
         require(is_integer(seed) and 0 <= seed < 2 ** 64, "seed",
                 "an integer in [0, 2**64)")
+    if "fixed_factors" in metadata:
+        fixed = metadata["fixed_factors"]
+        require(isinstance(fixed, dict) and all(
+            isinstance(k, str) and is_integer(v) and v >= 0 for k, v in fixed.items()),
+            "fixed_factors", "an object {factor name: class (a non-negative integer)}")
     if metadata["kind"] == "manipulation":
         digest = metadata[WEIGHTS_SHA256]
         require(isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) is not None,
@@ -182,28 +191,84 @@ def verify_weights(directory, metadata: dict) -> pathlib.Path:
     return weights
 
 
-def load_variant(data: GroundTruthData, directory, eps: float | None = None
-                 ) -> AdditivePerturbation:
+def fixed_factors_of(data: GroundTruthData) -> dict:
+    """{factor name: class} that `data` holds fixed (a FactorSubset), {} for a full dataset."""
+    return dict(getattr(data, "fixed", None) or {})
+
+
+def check_artefact_matches(data: GroundTruthData, directory, metadata: dict) -> None:
+    """ArtefactError unless the artefact was made for `data`: the same dataset, factor
+    sizes and fixed factors (two reductions with equal sizes, e.g. the square's and the
+    ellipse's posX x posY, are different datasets)."""
+    made_for = (metadata["dataset"], list(metadata["factor_sizes"]),
+                dict(metadata.get("fixed_factors") or {}))
+    found = (data.name, [int(s) for s in data.factor_sizes], fixed_factors_of(data))
+    if made_for != found:
+        raise ArtefactError(
+            f"perturbation artefact {directory}: made for {made_for[0]} with factor sizes "
+            f"{made_for[1]} and fixed factors {made_for[2] or 'none'}, found dataset "
+            f"{found[0]} with {found[1]} and fixed factors {found[2] or 'none'} "
+            "(data.fixed_factors must be the artefact's)")
+
+
+def artefact_dataset(metadata: dict, source: str | None = None) -> GroundTruthData:
+    """The dataset an artefact was made for, from `source` (default: its recorded source,
+    else 'auto'), reduced to its fixed factors when it records some."""
+    from benchmark.data import get_dataset
+
+    data = get_dataset(metadata["dataset"], source or metadata.get("source") or "auto")
+    if metadata.get("fixed_factors"):
+        from benchmark.data.subset import FactorSubset
+        data = FactorSubset(data, metadata["fixed_factors"])
+    return data
+
+
+def mean_manipulation(network, data: GroundTruthData, max_points: int = TEXTURE_POINTS,
+                      seed: int = 0) -> np.ndarray:
+    """E_w m(w): float32 (*observation_shape,) in [-1, 1], over every factor vector of the
+    grid when it has at most `max_points`, else over a uniform sample of that many (seeded).
+    The fixed texture of the 'modified_texture' control."""
+    from perturbations.manipulation import manipulation_delta_fn
+
+    if data.num_images <= max_points:
+        factors = data.factors_of(np.arange(data.num_images))
+    else:
+        factors = data.sample_factors(int(max_points), np.random.default_rng([int(seed), 11]))
+    delta = manipulation_delta_fn(network, data.factor_sizes)
+    total = np.zeros(tuple(data.observation_shape), np.float64)
+    for start in range(0, len(factors), 1024):
+        total += delta(factors[start:start + 1024]).sum(axis=0, dtype=np.float64)
+    return (total / len(factors)).astype(np.float32)
+
+
+def load_variant(data: GroundTruthData, directory, eps: float | None = None,
+                 texture: bool = False) -> AdditivePerturbation:
     """`data` perturbed by the artefact in `directory` ('modified' or 'noisy' variant).
 
-    eps overrides the artefact's strength (the robustness sweep of the report)."""
+    eps overrides the artefact's strength (the robustness sweep of the report).
+    texture: the 'modified_texture' control of a manipulation artefact instead: the same
+    pattern E_w m(w) (`mean_manipulation`) added to every image, so it changes the images
+    by about as much as m(w) but adds no variance along the factors (issue 14 item 5)."""
     metadata = read_metadata(directory)
-    if metadata["dataset"] != data.name or list(metadata["factor_sizes"]) != list(
-            data.factor_sizes):
-        raise ArtefactError(
-            f"perturbation artefact {directory}: made for {metadata['dataset']} with factor "
-            f"sizes {metadata['factor_sizes']}, found dataset {data.name} with "
-            f"{list(data.factor_sizes)}")
+    check_artefact_matches(data, directory, metadata)
     strength = check_eps(metadata["eps"] if eps is None else eps,
                          f"perturbation artefact {directory}" if eps is None else "data.eps")
     provenance = {"artefact": str(directory)}
     if metadata["kind"] == "noise":
+        if texture:
+            raise ArtefactError(f"perturbation artefact {directory}: the 'modified_texture' "
+                                "variant needs a manipulation artefact, found kind 'noise'")
         variant = NoisyData(data, eps=strength, seed=int(metadata.get("seed", 0)))
         variant.metadata.update(provenance)
         return variant
     from perturbations.manipulation import manipulation_delta_fn
 
     network = load_manipulation_network(data, directory, metadata)
+    if texture:
+        pattern = mean_manipulation(network, data)
+        return AdditivePerturbation(
+            data, lambda factors: np.broadcast_to(pattern, (len(factors),) + pattern.shape),
+            strength, variant="modified_texture", metadata=provenance)
     return AdditivePerturbation(data, manipulation_delta_fn(network, data.factor_sizes),
                                 strength, variant="modified", metadata=provenance)
 

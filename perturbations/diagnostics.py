@@ -315,15 +315,15 @@ def manipulation_diagnostics(data, network, eps: float, num_images: int = DEFAUL
 def load_manipulation_artefact(directory, source: str | None = None) -> tuple:
     """(dataset, m(w) network, metadata) of the manipulation artefact in `directory`
     (weights checked against their SHA-256), the dataset from `source` (default: the
-    source recorded in its metadata, else 'auto'). ArtefactError for other kinds."""
-    from benchmark.data import get_dataset
+    source recorded in its metadata, else 'auto'), reduced to the artefact's fixed factors
+    when it records some. ArtefactError for other kinds."""
     from perturbations import artefact
 
     metadata = artefact.read_metadata(directory)
     if metadata["kind"] != "manipulation":
         raise artefact.ArtefactError(f"perturbation artefact {directory}: diagnostics are "
                                      f"for kind 'manipulation', found {metadata['kind']!r}")
-    data = get_dataset(metadata["dataset"], source or metadata.get("source") or "auto")
+    data = artefact.artefact_dataset(metadata, source)
     return data, artefact.load_manipulation_network(data, directory, metadata), metadata
 
 

@@ -25,6 +25,7 @@ import pathlib
 import shutil
 
 import gin
+import keras
 import numpy as np
 from absl import app, flags, logging
 
@@ -34,6 +35,7 @@ from benchmark import config
 from benchmark.atomic import write_json
 from benchmark.metrics import codes as codes_lib
 from benchmark.data import export, get_dataset, pipeline
+from benchmark.data.subset import FactorSubset
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
 from benchmark.errors import UserError, cli_main, user_errors
@@ -75,7 +77,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         output_dir: str = "results/perturbations/dsprites_modified",
                         eps_sweep=(), checkpoint_every: int = 200, log_every: int = 50,
                         evidence_points: int = 10000, reconstruction: str = "squared_error",
-                        mean_penalty: float = 0.0, output_init_scale: float = 0.1) -> dict:
+                        mean_penalty: float = 0.0, output_init_scale: float = 0.1,
+                        fixed_factors: dict | None = None) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -91,6 +94,10 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       'bernoulli' made the artefacts published before issue 14) and its batch-mean penalty
       on m; output_init_scale: m's last layer starts scaled by it (perturbations/
       manipulation.py says why each matters).
+    fixed_factors: {factor name: class}: the game, its references and the artefact on the
+      dataset reduced to the other factors (benchmark/data/subset.py; e.g. the oracle
+      study's ellipse, posX x posY); references reused from `reference_runs` must have
+      been trained on the same reduction. None: the whole dataset.
     """
     if reconstruction not in manipulation.RECONSTRUCTIONS:
         raise ValueError(f"generation.reconstruction must be one of "
@@ -122,7 +129,25 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
                 checkpoint_every=int(checkpoint_every), log_every=int(log_every),
                 evidence_points=int(evidence_points), reconstruction=str(reconstruction),
-                mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale))
+                mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
+                fixed_factors=dict(fixed_factors or {}))
+
+
+def generation_data(settings: dict):
+    """The dataset of a generation: `dataset` from `source`, reduced to `fixed_factors`
+    when some are given (ValueError naming the factor when one is not the dataset's)."""
+    data = get_dataset(settings["dataset"], settings["source"])
+    if settings["fixed_factors"]:
+        data = FactorSubset(data, settings["fixed_factors"])
+    return data
+
+
+def initial_manipulation(data, settings: dict):
+    """m(w) at its initial weights, a function of `settings['seed']` only (Keras draws
+    initial weights from the global seed, so an unseeded build differs run to run)."""
+    keras.utils.set_random_seed(settings["seed"])
+    return manipulation.manipulation_network(data.num_factors, data.observation_shape,
+                                             settings["output_init_scale"])
 
 
 def gather_references(settings: dict) -> list[dict]:
@@ -130,6 +155,8 @@ def gather_references(settings: dict) -> list[dict]:
     runs = list(settings["reference_runs"])
     bindings = [*settings["reference_bindings"], f"data.name = '{settings['dataset']}'",
                 f"data.source = '{settings['source']}'"]
+    if settings["fixed_factors"]:
+        bindings.append(f"data.fixed_factors = {settings['fixed_factors']!r}")
     for seed in settings["reference_seeds"]:
         run_dir = pathlib.Path(settings["work_dir"]) / "references" / f"seed{seed}"
         logging.info("reference restart seed %d -> %s", seed, run_dir)
@@ -137,11 +164,14 @@ def gather_references(settings: dict) -> list[dict]:
                                                    seed, run_dir)))
     found = [references.read_reference(r) for r in runs]
     for ref in found:
-        if ref["dataset"].get("name") != settings["dataset"] or ref["dataset"].get(
-                "variant", "original") != "original":
+        described = ref["dataset"] if isinstance(ref["dataset"], dict) else {}
+        if (described.get("name") != settings["dataset"]
+                or described.get("variant", "original") != "original"
+                or dict(described.get("fixed_factors") or {}) != settings["fixed_factors"]):
             raise references.ReferenceError(
                 f"reference {ref['run_dir']}: expected a run on original "
-                f"{settings['dataset']}, found {ref['dataset']}")
+                f"{settings['dataset']} with fixed factors "
+                f"{settings['fixed_factors'] or 'none'}, found {ref['dataset']}")
     return found
 
 
@@ -211,7 +241,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
              ) -> pathlib.Path:
     """Runs the whole generation; returns the artefact directory. optimizers: (of m, of the
     reference decoders); None: `manipulation_adam()` (main: gin's `manipulation_adam.*`)."""
-    data = get_dataset(settings["dataset"], settings["source"])
+    data = generation_data(settings)
     found = gather_references(settings)
     entangled, disentangled = references.choose(found, settings["ensemble_size"])
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
@@ -219,8 +249,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                                                 for r in chosen))
     loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
               for r in entangled + disentangled}
-    network = manipulation.manipulation_network(data.num_factors, data.observation_shape,
-                                                settings["output_init_scale"])
+    network = initial_manipulation(data, settings)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
@@ -240,6 +269,8 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                 "factor_names": list(data.factor_names),
                 "factor_sizes": [int(s) for s in data.factor_sizes],
                 "observation_shape": list(data.observation_shape), "eps": settings["eps"],
+                **({"fixed_factors": settings["fixed_factors"]}
+                   if settings["fixed_factors"] else {}),
                 "references": {"entangled": [describe(r) for r in entangled],
                                "disentangled": [describe(r) for r in disentangled],
                                "all_migs": {r["run_dir"]: r["mig"] for r in found}},
@@ -283,6 +314,7 @@ def main(argv):
                      prefix="invalid generation configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         settings = generation_settings()
+        generation_data(settings)          # a wrong fixed_factors fails before any training
         # read before the references' gin configs replace the parsed one
         optimizers = [configured_optimizer("manipulation_adam") for _ in range(2)]
     occupied = occupied_outputs(settings)

@@ -11,7 +11,10 @@ import gin
 from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
-VARIANTS = ("original", "noisy", "modified", "oracle", "texture", "wave", "wave_texture")
+VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
+            "wave_texture")
+#: the variants that need a manipulation artefact (data.artefact)
+ARTEFACT_VARIANTS = ("modified", "modified_texture")
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
@@ -29,7 +32,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
                  seed: int = 0, artefact: str | None = None) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
-    `python -m perturbations.generate`) or the positive-control arms 'oracle' / 'texture' /
+    `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
+    mean pattern E_w m(w) added to every image, perturbations/artefact.py) or the positive-control arms 'oracle' / 'texture' /
     'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
     strength."""
     if variant not in VARIANTS:
@@ -46,15 +50,15 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
         from benchmark.data.oracle import make_oracle_variant
         return make_oracle_variant(data, variant, eps)
     if artefact is None:
-        if variant == "modified":
-            raise ValueError("the 'modified' variant needs data.artefact = '<directory of "
+        if variant in ARTEFACT_VARIANTS:
+            raise ValueError(f"the {variant!r} variant needs data.artefact = '<directory of "
                              "python -m perturbations.generate>'; found none")
         from benchmark.data.variants import NoisyData
         return NoisyData(data, eps=eps, seed=seed)
     # An artefact's m(w) is a network of the perturbations package, a layer above this one:
     # imported here, when an artefact is asked for, so the data layer stays importable alone.
     from perturbations.artefact import load_variant
-    loaded = load_variant(data, artefact, eps)
+    loaded = load_variant(data, artefact, eps, texture=variant == "modified_texture")
     if loaded.variant != variant:
         raise ValueError(f"artefact {artefact} defines the {loaded.variant!r} variant, but "
                          f"data.variant is {variant!r}")

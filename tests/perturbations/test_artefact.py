@@ -125,3 +125,71 @@ def test_make_variant_imports_the_artefact_loader_itself():
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _reduced(fixed):
+    from benchmark.data import get_dataset
+    from benchmark.data.subset import FactorSubset
+    return FactorSubset(get_dataset("dsprites", "procedural"), fixed)
+
+
+ELLIPSE = {"shape": 1, "scale": 5, "orientation": 0}
+
+
+def _reduced_artefact(directory, data, eps=0.3):
+    network = manipulation.manipulation_network(data.num_factors)
+    return artefact.save_manipulation(directory, network, {
+        "dataset": "dsprites", "factor_sizes": list(data.factor_sizes), "eps": eps,
+        "fixed_factors": dict(data.fixed), "source": "procedural"})
+
+
+def test_an_artefact_of_a_reduced_dataset_loads_only_on_that_reduction(tmp_path):
+    """Issue 14 item 5 at CPU scale: m(w) of the oracle's ellipse (posX x posY). The
+    square's reduction has the same factor sizes but other images: refused, by name."""
+    ellipse = _reduced(ELLIPSE)
+    out = _reduced_artefact(tmp_path / "art", ellipse)
+    factors = ellipse.sample_factors(4, np.random.default_rng(0))
+    modified = make_variant(ellipse, "modified", artefact=str(out))
+    assert 0 < np.abs(modified.observations_from_factors(factors)
+                      - ellipse.observations_from_factors(factors)).max() <= 0.3 + 1e-6
+    square = _reduced({"shape": 0, "scale": 5, "orientation": 0})
+    with pytest.raises(artefact.ArtefactError, match=r"fixed factors .*'shape': 1.* found "
+                       r"dataset dsprites .*'shape': 0"):
+        make_variant(square, "modified", artefact=str(out))
+    from benchmark.data import get_dataset
+    with pytest.raises(artefact.ArtefactError, match=r"\[32, 32\].* found dataset dsprites "
+                       r"with \[3, 6, 40, 32, 32\] and fixed factors none"):
+        make_variant(get_dataset("dsprites", "procedural"), "modified", artefact=str(out))
+    # the diagnostics rebuild the reduction from the metadata
+    from perturbations import diagnostics
+    data, _, _ = diagnostics.load_manipulation_artefact(out)
+    assert data.factor_names == ("posX", "posY") and data.fixed == ELLIPSE
+
+
+@pytest.mark.parametrize("value", [["shape"], {"shape": "1"}, {"shape": -1}, {"shape": True}])
+def test_fixed_factors_metadata_is_strict(tmp_path, value):
+    directory = _write(tmp_path / "a", {**NOISE, "fixed_factors": value})
+    with pytest.raises(artefact.ArtefactError, match="expected fixed_factors an object"):
+        artefact.read_metadata(directory)
+
+
+def test_texture_control_adds_the_mean_of_m_to_every_image(tmp_path):
+    """'modified_texture': the same pattern E_w m(w) (over the whole 1,024-image grid) for
+    every image, so the arm changes images like m(w) without variance along w."""
+    ellipse = _reduced(ELLIPSE)
+    out = _reduced_artefact(tmp_path / "art", ellipse)
+    modified = make_variant(ellipse, "modified", artefact=str(out))
+    texture = make_variant(ellipse, "modified_texture", artefact=str(out))
+    assert texture.describe()["variant"] == "modified_texture" and texture.eps == 0.3
+    grid = ellipse.factors_of(np.arange(ellipse.num_images))
+    m = modified.delta(grid)
+    assert m.std(axis=0).mean() > 1e-4            # the untrained m still varies with w
+    fixed = texture.delta(grid[[0, 500, 1023]])
+    np.testing.assert_array_equal(fixed[0], fixed[2])
+    np.testing.assert_allclose(fixed[1], m.mean(axis=0), atol=1e-6)
+    with pytest.raises(ValueError, match="'modified_texture' variant needs data.artefact"):
+        make_variant(ellipse, "modified_texture")
+    noise = _write(tmp_path / "noise", {**NOISE, "factor_sizes": [32, 32],
+                                        "fixed_factors": ELLIPSE})
+    with pytest.raises(artefact.ArtefactError, match="needs a manipulation artefact"):
+        make_variant(ellipse, "modified_texture", artefact=str(noise))
