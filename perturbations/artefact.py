@@ -267,7 +267,7 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
     if texture:
         pattern = mean_manipulation(network, data)
         return AdditivePerturbation(
-            data, lambda factors: np.broadcast_to(pattern, (len(factors),) + pattern.shape),
+            data, lambda factors: np.repeat(pattern[None], len(factors), axis=0),
             strength, variant="modified_texture", metadata=provenance)
     return AdditivePerturbation(data, manipulation_delta_fn(network, data.factor_sizes),
                                 strength, variant="modified", metadata=provenance)

@@ -187,6 +187,10 @@ def test_texture_control_adds_the_mean_of_m_to_every_image(tmp_path):
     fixed = texture.delta(grid[[0, 500, 1023]])
     np.testing.assert_array_equal(fixed[0], fixed[2])
     np.testing.assert_allclose(fixed[1], m.mean(axis=0), atol=1e-6)
+    images = texture.observations_from_factors(grid[:2])
+    expected = np.asarray(manipulation.reflect(ellipse.observations_from_factors(grid[:2])
+                                               + 0.3 * fixed[:2]))
+    np.testing.assert_allclose(images, expected, atol=1e-6)
     with pytest.raises(ValueError, match="'modified_texture' variant needs data.artefact"):
         make_variant(ellipse, "modified_texture")
     noise = _write(tmp_path / "noise", {**NOISE, "factor_sizes": [32, 32],
