@@ -501,34 +501,39 @@ def _drop_cell(drop: dict | None) -> str:
 
 
 def headline(rows: list[dict], drops: list[dict], column: str = "MIG") -> list[str]:
-    """Markdown lines: per model and dataset, `column` on original / modified / noisy data,
-    the drops with Welch's p, and paper 002 Table 1's MIG where the paper has the cell
-    (plain variants, no line-search setting). Empty when no model has original data."""
+    """Markdown lines: per model and dataset, `column` on the original data and on every
+    other variant the study ran without a line-search setting (at any strength, e.g.
+    'modified@0.3', 'noisy@0.0788'; original / modified / noisy when it ran none), the drops
+    with Welch's p, and paper 002 Table 1's MIG where the paper has the cell (plain
+    variants). Empty when no model has original data."""
     from benchmark.paper_tables import PAPER002_TABLE1_MIG
-    variants = ("original", "modified", "noisy")
     by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows if not r["setting"]}
     drop_of = {(d["model"], d["dataset"], d["variant"]): d for d in drops
                if d["metric"] == column and not d["setting"]}
     cells = sorted({(m, d) for m, d, v in by_key if v == "original"})
     if not cells:
         return []
+    others = sorted({v for _, _, v in by_key if v != "original"}, key=_variant_rank)
+    others = others or ["modified", "noisy"]
     paper_note = column == "MIG"
-    lines = [f"## {column}: original, modified, noisy and the drops", "",
+    lines = [f"## {column}: original, each variant and the drops", "",
              "Mean ± std over seeds (number of seeds); drop = mean(original) − mean(variant), "
              "p from Welch's t-test (n/a with fewer than 2 seeds a side)"
              + ("; paper 002 Table 1: 10 seeds at dlib's 300k steps — compare the direction "
                 "of the drops more than the levels when this study ran at another scale."
                 if paper_note else "."), "",
-             "| model | dataset | " + " | ".join(variants) + " | drop → modified | drop → noisy"
+             "| model | dataset | original | " + " | ".join(others) + " | "
+             + " | ".join(f"drop → {v}" for v in others)
              + (" | paper 002: original / modified / noisy |" if paper_note else " |"),
-             "|---|---|---|---|---|---|---|" + ("---|" if paper_note else "")]
+             "|---|---|" + "---|" * (1 + 2 * len(others)) + ("---|" if paper_note else "")]
     for model, dataset in cells:
         line = (f"| {model} | {dataset} | "
                 + " | ".join(_mean_cell(by_key.get((model, dataset, v)), column)
-                             for v in variants) + " | "
-                + " | ".join(_drop_cell(drop_of.get((model, dataset, v))) for v in variants[1:]))
+                             for v in ["original", *others]) + " | "
+                + " | ".join(_drop_cell(drop_of.get((model, dataset, v))) for v in others))
         if paper_note:
-            paper = [PAPER002_TABLE1_MIG.get((model, dataset, v)) for v in variants]
+            paper = [PAPER002_TABLE1_MIG.get((model, dataset, v))
+                     for v in ("original", "modified", "noisy")]
             line += " | " + " / ".join("—" if c is None else f"{c[0]:.2f} ± {c[1]:.2f}"
                                        for c in paper)
         lines.append(line + " |")
@@ -577,14 +582,14 @@ def overpruning_lines(rows: list[dict]) -> list[str]:
 
 def power_rows(drops: list[dict], column: str = "MIG", alpha: float = stats.ALPHA,
                target: float = TARGET_POWER) -> list[dict]:
-    """For each headline drop of `column` (original → modified / noisy, no line-search
+    """For each headline drop of `column` (original → each other variant, no line-search
     setting, ≥ 2 runs a side): the power the present seeds have for a true drop equal to
     the observed one at the observed spreads ('power_now', one-sided Welch at alpha), and
     the seeds per arm that would reach `target` ('seeds_needed'; None when the observed
     drop is ≤ 0 or needs over 10000)."""
     rows = []
     for d in drops:
-        if (d["metric"] != column or d["setting"] or d["variant"] not in ("modified", "noisy")
+        if (d["metric"] != column or d["setting"] or d["variant"] == "original"
                 or d["p_welch"] is None):
             continue
         sd, sd_other = d["sd_original"], d["sd_other"]

@@ -85,6 +85,18 @@ def reflect(x):
     return x - 2.0 * tf.nn.relu(x - 1.0) + 2.0 * tf.nn.relu(-x)
 
 
+def decoded_loss(encoder, decoder, images, targets, latent_samples: int, loss_fn, seed):
+    """Mean over images and latent samples of loss_fn(targets, decoder(z)), z drawn
+    `latent_samples` times per image from the frozen encoder's posterior of the *original*
+    images (appendix B.1). images, targets: (n, 64, 64, c) in [0, 1]; seed: int64 (2,)."""
+    codes = encoder(images, training=False)
+    mean = tf.repeat(codes["mean"], latent_samples, axis=0)
+    logvar = tf.repeat(codes["logvar"], latent_samples, axis=0)
+    z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
+    targets = tf.repeat(targets, latent_samples, axis=0)
+    return tf.reduce_mean(loss_fn(targets, decoder(z, training=True)))
+
+
 class ManipulationGame(keras.Model):
     """m(w) against frozen reference encoders and trainable copies of their decoders.
 
@@ -153,14 +165,8 @@ class ManipulationGame(keras.Model):
         return reflect(images + self.eps * self.manipulation(factors, training=True))
 
     def _reconstruction(self, encoder, decoder, images, modified, seed):
-        """Mean reconstruction loss of `modified` decoded from latent samples of
-        encoder(images)."""
-        codes = encoder(images, training=False)
-        mean = tf.repeat(codes["mean"], self.latent_samples, axis=0)
-        logvar = tf.repeat(codes["logvar"], self.latent_samples, axis=0)
-        z = mean + tf.exp(0.5 * logvar) * tf.random.stateless_normal(tf.shape(mean), seed)
-        targets = tf.repeat(modified, self.latent_samples, axis=0)
-        return tf.reduce_mean(self.reconstruction_loss(targets, decoder(z, training=True)))
+        return decoded_loss(encoder, decoder, images, modified, self.latent_samples,
+                            self.reconstruction_loss, seed)
 
     def side_losses(self, factors, images, seed, stop_manipulation: bool):
         """(mean entangled loss, mean disentangled loss, list of per-decoder losses)."""

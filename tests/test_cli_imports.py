@@ -10,7 +10,7 @@ COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
             "benchmark.curves", "benchmark.metrics.alignment", "perturbations.generate", "perturbations.noise",
-            "perturbations.inspect"]
+            "perturbations.inspect", "perturbations.readapt"]
 
 
 def test_command_modules_import_together_and_define_flags_on_demand():

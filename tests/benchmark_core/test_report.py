@@ -69,9 +69,12 @@ def test_report_files(study, tmp_path):
     p = stats.ttest_ind(ORIGINAL, MODIFIED, equal_var=False).pvalue
     assert (f"| beta_vae | dsprites | {np.mean(ORIGINAL):.3f} ± {np.std(ORIGINAL, ddof=1):.3f}"
             f" (4) | {np.mean(MODIFIED):.3f} ± {np.std(MODIFIED, ddof=1):.3f} (3; 1 over-pruned "
-            "excluded) | — | "
-            f"{np.mean(ORIGINAL) - np.mean(MODIFIED):+.3f} (p {report._p(p)}) | — | "
+            "excluded) | 0.020 (1) | "
+            f"{np.mean(ORIGINAL) - np.mean(MODIFIED):+.3f} (p {report._p(p)}) | +0.275 (p n/a) | "
             "0.23 ± 0.08 / 0.07 ± 0.09 / 0.14 ± 0.07 |") in text    # headline beside paper 002
+    # Every arm the study ran is a column, at any strength; none it did not run.
+    assert ("| original | modified | modified@0.3 | drop → modified | drop → modified@0.3 "
+            "| paper 002") in text
     assert text.index("## MIG: original") < text.index("## MIG\n")
     assert "unfinished" not in text
     for name in ("metrics.csv", "drops.csv", "metrics.tex", "drops.tex",

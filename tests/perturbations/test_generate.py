@@ -113,6 +113,21 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
         data = load_data("dsprites", variant, "procedural", artefact=str(art),
                          fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
         assert data.describe()["variant"] == variant
+    # The re-adaptation gate runs on it and publishes beside the diagnostics.
+    readapted = subprocess.run(
+        [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=3",
+         "--eval_every=2", "--eval_images=8", "--batch_size=4", "--publish"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert readapted.returncode == 0, readapted.stderr[-3000:]
+    assert "gate: " in readapted.stdout
+    evidence = json.loads((art / "evidence.json").read_text())
+    assert "diagnostics" in evidence and evidence["readaptation"]["evaluations"] == [0, 2, 3]
+    arms = evidence["readaptation"]["arms"]
+    assert set(arms) == {"original", "modified", "modified_texture"}
+    assert all(len(a["gap"]) == 3 for a in arms.values())
+    assert isinstance(evidence["readaptation"]["gate"]["passes"], bool)
+    assert (art / "readaptation.png").read_bytes()[:4] == b"\x89PNG"
     refs = [str(tmp_path / "work" / "references" / f"seed{s}") for s in (0, 1)]
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",

@@ -1,0 +1,315 @@
+"""python -m perturbations.readapt DIR [--steps N] [--publish] [--out JSON]
+
+The re-adaptation gate of a manipulation artefact (issue 14 item 5). During the game the
+reference decoders are trained alongside m(w), so the gap L_ent - L_dis the game logs is
+that of decoders that have chased m for as long as m has chased them: a gap that opens
+late can be a transient that decoders given more time close. Here m is frozen (the
+artefact's weights) and decoders restarted from the reference models' own checkpoints are
+trained on it alone for `steps` updates, exactly as in the game (the frozen encoders see
+the original image x, the decoder reconstructs the target from `latent_samples` posterior
+samples per image, the artefact's reconstruction loss, Adam 1e-4 of appendix B.1), in
+three arms that differ only in the target:
+  original          x                          (how the two references compare anyway)
+  modified          reflect(x + eps m(w))      (the artefact)
+  modified_texture  reflect(x + eps E_w m(w))  (its fixed-texture control)
+Every `eval_every` updates both sides' losses are measured on one held-out sample (the
+same factors, latent noise and images in every arm). The arms share the training batches.
+
+The gate (`gate`): the *advantage* of the modified data is
+    (L_ent - L_dis)_modified - (L_ent - L_dis)_original
+at the same number of updates: negative when m makes the entangled decoder's job easier
+relative to the disentangled one's than the original data already are. The artefact
+passes when the advantage after re-adaptation is negative and has not risen over the
+second half of the updates (it is not closing). The texture arm's advantage is reported
+beside it: m's w-dependence matters only where the modified advantage is below it.
+
+Exit status: 0 done (a failed gate is a result, printed and recorded), 2 when the artefact
+or its references cannot be loaded or an argument is invalid (one line `error: ...`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import numpy as np
+from absl import app, flags, logging
+
+from benchmark.atomic import write_json
+from benchmark.errors import cli_main, user_errors
+
+FLAGS = flags.FLAGS
+
+#: the arms of the gate, in the order they run (module docstring)
+ARMS = ("original", "modified", "modified_texture")
+#: where --publish writes (the artefact directory) and the key it merges into evidence.json
+FIGURE = "readaptation.png"
+EVIDENCE_KEY = "readaptation"
+
+
+def define_flags() -> None:
+    """The command's flags (defined only when it runs as a command, so that
+    importing this module next to another command's flags never clashes)."""
+    flags.DEFINE_integer("steps", 1000, "Decoder updates per arm (the game makes 3 per "
+                         "update of m).", lower_bound=1)
+    flags.DEFINE_integer("batch_size", 64, "Images per decoder update (the game's).",
+                         lower_bound=1)
+    flags.DEFINE_integer("eval_every", 100, "Updates between two held-out measurements.",
+                         lower_bound=1)
+    flags.DEFINE_integer("eval_images", 1024, "Images of the held-out sample.", lower_bound=1)
+    flags.DEFINE_integer("seed", 0, "Seed of the batches, the held-out sample and the "
+                         "latent noise.", lower_bound=0)
+    flags.DEFINE_string("source", None, "Dataset source (procedural|file|auto); default: "
+                        "the one recorded in the artefact's metadata.")
+    flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here.")
+    flags.DEFINE_boolean("publish", False, f"Merge the result into DIR/evidence.json "
+                         f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
+
+
+def gate(evaluations: list[int], gaps: dict) -> dict:
+    """The gate's verdict from held-out gaps L_ent - L_dis.
+
+    evaluations: update counts of the measurements, increasing, starting at 0 (m >= 2);
+    gaps: {arm: list of m gaps}, with at least 'original' and 'modified'.
+    Returns the advantage (modified - original gap) at the start, the middle measurement
+    and the end, its rise over the second half (end - middle), the texture arm's advantage
+    when measured, and 'passes': advantage at the end < 0 and rise <= 0."""
+    if len(evaluations) < 2:
+        raise ValueError(f"the gate needs >= 2 measurements, found {len(evaluations)}")
+    for arm in ("original", "modified"):
+        if len(gaps.get(arm, ())) != len(evaluations):
+            raise ValueError(f"the gate needs {len(evaluations)} gaps of arm {arm!r}, found "
+                             f"{len(gaps.get(arm, ()))}")
+    advantage = np.asarray(gaps["modified"], float) - np.asarray(gaps["original"], float)
+    middle = len(evaluations) // 2
+    found = {"updates": int(evaluations[-1]), "middle_updates": int(evaluations[middle]),
+             "advantage_start": float(advantage[0]),
+             "advantage_middle": float(advantage[middle]),
+             "advantage_end": float(advantage[-1]),
+             "advantage_rise_second_half": float(advantage[-1] - advantage[middle])}
+    if len(gaps.get("modified_texture", ())) == len(evaluations):
+        found["texture_advantage_end"] = float(gaps["modified_texture"][-1]
+                                               - gaps["original"][-1])
+        found["modified_below_texture"] = bool(gaps["modified"][-1]
+                                               < gaps["modified_texture"][-1])
+    found["passes"] = bool(found["advantage_end"] < 0.0
+                           and found["advantage_rise_second_half"] <= 0.0)
+    return found
+
+
+def _reference_dirs(metadata: dict, directory) -> dict:
+    """{'entangled': [run dir...], 'disentangled': [...]} recorded in the metadata."""
+    from perturbations.artefact import ArtefactError
+
+    recorded = metadata.get("references")
+    dirs = {}
+    for side in ("entangled", "disentangled"):
+        entries = recorded.get(side) if isinstance(recorded, dict) else None
+        if not (isinstance(entries, list) and entries
+                and all(isinstance(e, dict) and isinstance(e.get("run_dir"), str)
+                        for e in entries)):
+            raise ArtefactError(f"perturbation artefact {directory}: expected metadata "
+                                f"references.{side}, a list of {{'run_dir': ...}}, found "
+                                f"{str(entries)[:80]}")
+        dirs[side] = [e["run_dir"] for e in entries]
+    return dirs
+
+
+def _game_settings(metadata: dict, directory) -> tuple[int, str]:
+    """(latent samples, reconstruction) the artefact's game trained with."""
+    from perturbations.artefact import ArtefactError
+    from perturbations.manipulation import RECONSTRUCTIONS
+
+    training = metadata.get("training") if isinstance(metadata.get("training"), dict) else {}
+    samples = training.get("latent_samples", 5)
+    # artefacts made before the loss was a choice (issue 14) trained with the Bernoulli loss
+    reconstruction = training.get("reconstruction", "bernoulli")
+    if not (isinstance(samples, int) and samples >= 1) or reconstruction not in RECONSTRUCTIONS:
+        raise ArtefactError(f"perturbation artefact {directory}: expected training."
+                            f"latent_samples >= 1 and a reconstruction in "
+                            f"{sorted(RECONSTRUCTIONS)}, found {samples!r} and "
+                            f"{reconstruction!r}")
+    return samples, reconstruction
+
+
+def _update_fn(side_means, variables, optimizer):
+    """One compiled decoder update: minimises the sum of every decoder's loss."""
+    import tensorflow as tf
+
+    @tf.function(reduce_retracing=True)
+    def update(images, targets, step_seed):
+        with tf.GradientTape() as tape:
+            _, _, total = side_means(images, targets, step_seed)
+        optimizer.apply_gradients(zip(tape.gradient(total, variables), variables))
+    return update
+
+
+def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,
+                 eval_images: int = 1024, seed: int = 0, source: str | None = None,
+                 arms=ARMS) -> dict:
+    """Runs the re-adaptation of the artefact in `directory` (module docstring).
+
+    Returns {'artefact', settings..., 'references', 'evaluations': [update counts],
+    'arms': {arm: {'entangled', 'disentangled', 'gap': lists over evaluations,
+    'seconds'}}, 'gate': `gate(...)`}; losses are the game's (per image, summed over
+    pixels, mean over images and latent samples). ArtefactError / ReferenceError (one
+    clear line) when the artefact or its references cannot be loaded."""
+    import tensorflow as tf
+    from tqdm import tqdm
+
+    from models.optimizers import manipulation_adam
+    from perturbations import artefact, diagnostics, references
+    from perturbations.manipulation import RECONSTRUCTIONS, decoded_loss
+
+    for name, value in (("steps", steps), ("batch_size", batch_size),
+                        ("eval_every", eval_every), ("eval_images", eval_images)):
+        if int(value) < 1:
+            raise ValueError(f"readaptation {name} must be >= 1, found {value}")
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown or not {"original", "modified"} <= set(arms):
+        raise ValueError(f"readaptation arms: expected 'original', 'modified' and optionally "
+                         f"'modified_texture', found {list(arms)}")
+    data, _, metadata = diagnostics.load_manipulation_artefact(directory, source)
+    dirs = _reference_dirs(metadata, directory)
+    latent_samples, reconstruction = _game_settings(metadata, directory)
+    loss_fn = RECONSTRUCTIONS[reconstruction]
+    found_refs = {side: [references.read_reference(r) for r in runs]
+                  for side, runs in dirs.items()}
+    targets_of = {"original": data, "modified": artefact.load_variant(data, directory),
+                  "modified_texture": (artefact.load_variant(data, directory, texture=True)
+                                       if "modified_texture" in arms else None)}
+
+    held_out = data.sample_factors(int(eval_images), np.random.default_rng([seed, 1]))
+    held_images = data.observations_from_factors(held_out)
+    evaluations = sorted({0, *range(int(eval_every), int(steps), int(eval_every)), int(steps)})
+    result = {"artefact": str(directory), "eps": metadata["eps"], "steps": int(steps),
+              "batch_size": int(batch_size), "eval_images": int(eval_images),
+              "seed": int(seed), "latent_samples": latent_samples,
+              "reconstruction": reconstruction, "optimizer": "Adam 1e-4 (appendix B.1)",
+              "references": dirs, "evaluations": evaluations, "arms": {}}
+
+    for arm in arms:
+        variant = targets_of[arm]
+        held_targets = variant.observations_from_factors(held_out)
+        sides = {side: [references.load_encoder_decoder(r, data.observation_shape)
+                        for r in refs] for side, refs in found_refs.items()}
+        pairs = sides["entangled"] + sides["disentangled"]
+        variables = [v for _, d in pairs for v in d.trainable_variables]
+        optimizer = manipulation_adam()
+        optimizer.build(variables)           # Keras 3: outside tf.function
+
+        def side_means(images, targets, step_seed, pairs=pairs):
+            seeds = tf.random.experimental.stateless_split(step_seed, len(pairs))
+            each = [decoded_loss(e, d, images, targets, latent_samples, loss_fn, seeds[i])
+                    for i, (e, d) in enumerate(pairs)]
+            n_ent = len(sides["entangled"])
+            return (tf.add_n(each[:n_ent]) / n_ent,
+                    tf.add_n(each[n_ent:]) / (len(each) - n_ent), tf.add_n(each))
+
+        update = _update_fn(side_means, variables, optimizer)
+
+        def held_out_losses(side_means=side_means):
+            totals = np.zeros(2)
+            for start in range(0, len(held_out), 256):
+                chunk = slice(start, start + 256)
+                ent, dis, _ = side_means(tf.constant(held_images[chunk]),
+                                         tf.constant(held_targets[chunk]),
+                                         tf.constant([seed, 2 + start], tf.int64))
+                totals += np.array([float(ent), float(dis)]) * len(held_images[chunk])
+            return totals / len(held_out)
+
+        rng = np.random.default_rng([seed, 3])          # the same batches in every arm
+        curve = {"entangled": [], "disentangled": [], "gap": []}
+        started = tf.timestamp()
+        for step in tqdm(range(int(steps) + 1), desc=f"re-adapting ({arm})", leave=False):
+            if step in evaluations:
+                ent, dis = held_out_losses()
+                curve["entangled"].append(float(ent))
+                curve["disentangled"].append(float(dis))
+                curve["gap"].append(float(ent - dis))
+            if step == int(steps):
+                break
+            factors = data.sample_factors(int(batch_size), rng)
+            update(tf.constant(data.observations_from_factors(factors)),
+                   tf.constant(variant.observations_from_factors(factors)),
+                   tf.constant([seed, 10_000 + step], tf.int64))
+        curve["seconds"] = float(tf.timestamp() - started)
+        logging.info("re-adaptation %s: L_ent - L_dis %.2f -> %.2f (%.0f s)", arm,
+                     curve["gap"][0], curve["gap"][-1], curve["seconds"])
+        result["arms"][arm] = curve
+    result["gate"] = gate(evaluations, {a: c["gap"] for a, c in result["arms"].items()})
+    return result
+
+
+def summary_lines(result: dict) -> list[str]:
+    """The gate's numbers as short lines of text."""
+    g = result["gate"]
+    lines = [f"{arm}: L_ent - L_dis {c['gap'][0]:.2f} -> {c['gap'][-1]:.2f} "
+             f"(L_ent {c['entangled'][-1]:.2f}, L_dis {c['disentangled'][-1]:.2f})"
+             for arm, c in result["arms"].items()]
+    lines.append(f"advantage of the modified data (vs original) after {g['updates']} "
+                 f"updates: {g['advantage_end']:+.2f} (start {g['advantage_start']:+.2f}, "
+                 f"rise over the second half {g['advantage_rise_second_half']:+.2f})")
+    if "texture_advantage_end" in g:
+        lines.append(f"texture control's advantage: {g['texture_advantage_end']:+.2f}")
+    lines.append(f"gate: {'passes' if g['passes'] else 'FAILS'} (advantage < 0 and not "
+                 "rising over the second half)")
+    return lines
+
+
+def save_figure(result: dict, path) -> None:
+    """L_ent - L_dis on the held-out sample against decoder updates, one line per arm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    for arm, curve in result["arms"].items():
+        axis.plot(result["evaluations"], curve["gap"], marker=".", label=arm)
+    axis.axhline(0.0, color="grey", linewidth=0.5)
+    axis.set_xlabel("decoder updates with m frozen")
+    axis.set_ylabel("held-out L_ent - L_dis")
+    axis.set_title(f"re-adaptation: {'passes' if result['gate']['passes'] else 'fails'}")
+    axis.legend()
+    figure.tight_layout()
+    tmp = pathlib.Path(path).with_suffix(".tmp.png")
+    figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+    os.replace(tmp, path)
+
+
+def publish(directory, result: dict) -> None:
+    """Merges `result` into DIRECTORY/evidence.json under EVIDENCE_KEY (other keys kept;
+    atomic) and draws DIRECTORY/FIGURE."""
+    path = pathlib.Path(directory) / "evidence.json"
+    evidence = json.loads(path.read_text()) if path.is_file() else {}
+    if not isinstance(evidence, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(evidence).__name__}")
+    evidence[EVIDENCE_KEY] = result
+    write_json(path, evidence)
+    save_figure(result, pathlib.Path(directory) / FIGURE)
+
+
+@cli_main
+def main(argv):
+    if len(argv) != 2:
+        raise app.UsageError("expected one artefact directory: python -m perturbations."
+                             "readapt DIR [--steps N] [--publish] [--out JSON]")
+    directory = pathlib.Path(argv[1])
+    with user_errors(OSError, ValueError):     # ArtefactError, ReferenceError: UserErrors
+        result = readaptation(directory, FLAGS.steps, FLAGS.batch_size, FLAGS.eval_every,
+                              FLAGS.eval_images, FLAGS.seed, FLAGS.source)
+    print("\n".join([str(directory)] + summary_lines(result)))
+    if FLAGS.out:
+        write_json(FLAGS.out, result)
+        print(f"wrote {FLAGS.out}")
+    if FLAGS.publish:
+        publish(directory, result)
+        print(f"wrote {directory / 'evidence.json'} and {directory / FIGURE}")
+
+
+if __name__ == "__main__":
+    define_flags()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)
