@@ -41,6 +41,7 @@ from benchmark.data.variants import DEFAULT_EPS
 from benchmark.errors import UserError, cli_main, user_errors
 from benchmark.lock import directory_lock
 from models.configurables import configured_optimizer
+from models.optimizers import manipulation_adam
 from perturbations import artefact, diagnostics, manipulation, references
 
 FLAGS = flags.FLAGS
@@ -78,6 +79,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         eps_sweep=(), checkpoint_every: int = 200, log_every: int = 50,
                         evidence_points: int = 10000, reconstruction: str = "squared_error",
                         mean_penalty: float = 0.0, output_init_scale: float = 0.1,
+                        neuron_learning_rate_scale: float = 1.0,
                         fixed_factors: dict | None = None) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
@@ -94,6 +96,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       'bernoulli' made the artefacts published before issue 14) and its batch-mean penalty
       on m; output_init_scale: m's last layer starts scaled by it (perturbations/
       manipulation.py says why each matters).
+    neuron_learning_rate_scale: the one neuron's weights (m's direction in factor space)
+      learn at this multiple of m's learning rate, with an Adam of their own (1: the
+      paper's single optimiser; manipulation.ManipulationGame says why it matters).
     fixed_factors: {factor name: class}: the game, its references and the artefact on the
       dataset reduced to the other factors (benchmark/data/subset.py; e.g. the oracle
       study's ellipse, posX x posY); references reused from `reference_runs` must have
@@ -105,6 +110,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                          f"{reconstruction!r}")
     if not float(mean_penalty) >= 0.0:
         raise ValueError(f"generation.mean_penalty must be >= 0, found {mean_penalty}")
+    if not float(neuron_learning_rate_scale) > 0.0:
+        raise ValueError(f"generation.neuron_learning_rate_scale must be > 0, found "
+                         f"{neuron_learning_rate_scale}")
     if not 0.0 < float(output_init_scale) <= 1.0:
         raise ValueError(f"generation.output_init_scale must be in (0, 1], found "
                          f"{output_init_scale}")
@@ -130,6 +138,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 checkpoint_every=int(checkpoint_every), log_every=int(log_every),
                 evidence_points=int(evidence_points), reconstruction=str(reconstruction),
                 mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
+                neuron_learning_rate_scale=float(neuron_learning_rate_scale),
                 fixed_factors=dict(fixed_factors or {}))
 
 
@@ -148,6 +157,19 @@ def initial_manipulation(data, settings: dict):
     keras.utils.set_random_seed(settings["seed"])
     return manipulation.manipulation_network(data.num_factors, data.observation_shape,
                                              settings["output_init_scale"])
+
+
+def scaled_optimizer(optimizer, scale: float):
+    """A new optimiser like `optimizer` (same class and settings) whose learning rate is
+    `scale` times its own; None when scale is 1 (the paper: one optimiser for all of m)."""
+    if float(scale) == 1.0:
+        return None
+    settings = optimizer.get_config()
+    if not isinstance(settings.get("learning_rate"), (int, float)):
+        raise ValueError("generation.neuron_learning_rate_scale needs m's optimiser to have "
+                         f"a constant learning rate, found {settings.get('learning_rate')!r}")
+    return type(optimizer).from_config({**settings, "name": f"{settings['name']}_neuron",
+                                        "learning_rate": settings["learning_rate"] * scale})
 
 
 def gather_references(settings: dict) -> list[dict]:
@@ -250,11 +272,13 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
               for r in entangled + disentangled}
     network = initial_manipulation(data, settings)
+    m_optimizer, decoder_optimizer = (o or manipulation_adam() for o in optimizers)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
-        settings["latent_samples"], *optimizers, reconstruction=settings["reconstruction"],
-        mean_penalty=settings["mean_penalty"])
+        settings["latent_samples"], m_optimizer, decoder_optimizer,
+        reconstruction=settings["reconstruction"], mean_penalty=settings["mean_penalty"],
+        neuron_optimizer=scaled_optimizer(m_optimizer, settings["neuron_learning_rate_scale"]))
     work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
     training = train_lib.train(
         game, lambda first: pipeline.factor_image_dataset(
@@ -280,6 +304,8 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                              "reconstruction": settings["reconstruction"],
                              "mean_penalty": settings["mean_penalty"],
                              "output_init_scale": settings["output_init_scale"],
+                             "neuron_learning_rate_scale":
+                                 settings["neuron_learning_rate_scale"],
                              "final_terms": training["final_terms"],
                              "seconds": training["seconds"]}}
     artefact.save_manipulation(out, network, metadata)

@@ -204,3 +204,32 @@ def test_game_options_scale_init_penalise_the_mean_and_log_diagnostics():
     # m of an untrained network is nearly the same pattern for every image
     assert float(terms["m_mean_share"]) > 0.5
     assert float(terms["scalar_weight_norm"]) > 0 and float(terms["scalar_std"]) >= 0
+
+
+def test_the_neurons_own_optimizer_moves_its_weights_and_only_those():
+    """generation.neuron_learning_rate_scale: the one neuron (m's direction in factor
+    space) gets an Adam of its own at a multiple of m's rate; the rest of m keeps m's."""
+    from perturbations.generate import scaled_optimizer
+    from models.optimizers import manipulation_adam
+
+    assert scaled_optimizer(manipulation_adam(1e-3), 1.0) is None     # the paper's setting
+    faster = scaled_optimizer(manipulation_adam(1e-3, beta_2=0.99), 30.0)
+    assert float(faster.learning_rate) == pytest.approx(3e-2) and faster.beta_2 == 0.99
+    moved = {}
+    for scale in (1.0, 100.0):
+        game = _game()
+        base = game.manipulation_optimizer
+        game.neuron_optimizer = scaled_optimizer(base, scale)
+        neuron = game.manipulation.get_layer("single_neuron")
+        before = neuron.kernel.numpy().copy()
+        others = [v.numpy().copy() for v in game._m_variables()]
+        assert len(game.optimizers_list()) == (2 if scale == 1.0 else 3)
+        terms = game.train_step(next(iter(_stream(0))), tf.constant(0, tf.int64),
+                                tf.constant([0, 0], tf.int64))
+        moved[scale] = np.abs(neuron.kernel.numpy() - before).max()
+        assert not all(np.array_equal(a, v.numpy()) for a, v in zip(others, game._m_variables()))
+        assert float(terms["scalar_weight_0"]) == pytest.approx(float(neuron.kernel[0, 0]),
+                                                                abs=0.2)
+    # Adam's first step moves each weight by about its learning rate.
+    assert moved[1.0] == pytest.approx(1e-4, rel=0.5) and moved[100.0] == pytest.approx(
+        1e-2, rel=0.5)
