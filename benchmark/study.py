@@ -26,8 +26,10 @@ import dataclasses
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import gin
@@ -160,11 +162,73 @@ def expand(settings: dict) -> list[RunSpec]:
     return sorted(specs, key=lambda spec: seed_rank[spec.bindings[-1]])
 
 
+#: runner processes started by `run_one` in this process and not yet ended
+_LIVE_RUNS: set = set()
+_LIVE_LOCK = threading.Lock()
+#: set by `stop_runs`: `run_one` starts no new process until `run_local` clears it
+_STOPPING = threading.Event()
+#: seconds an interrupted run gets to write its checkpoint and exit before it is killed
+STOP_GRACE_SECONDS = 30.0
+
+
 def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
-    """Runs one runner command; (exit code, tail of its stderr)."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    return result.returncode, result.stderr[-4000:]
+    """Runs one runner command; (exit code, tail of its stderr). The process is known to
+    `stop_runs` until it ends, so an interrupted study can stop it."""
+    with _LIVE_LOCK:                  # a worker may pick up a run while the study stops
+        if _STOPPING.is_set():
+            return 130, "not started: the study was interrupted"
+        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        _LIVE_RUNS.add(process)
+    try:
+        _, stderr = process.communicate()
+    finally:
+        with _LIVE_LOCK:
+            _LIVE_RUNS.discard(process)
+    return process.returncode, stderr[-4000:]
+
+
+def stop_runs(grace: float = STOP_GRACE_SECONDS) -> int:
+    """Sends SIGINT to every live run of `run_one` (a run keeps its last checkpoint and
+    exits 130), waits up to `grace` seconds in all, then kills the ones left; returns how
+    many were stopped. A study interrupted while its runs ran in worker threads (or with
+    SIGINT sent to the study alone) would otherwise leave them running."""
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        live = [p for p in _LIVE_RUNS if p.poll() is None]
+    for process in live:
+        process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + grace
+    for process in live:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return len(live)
+
+
+def run_local(commands: dict, workers: int, record) -> None:
+    """Runs {name: command} on `workers` threads, calling record(name, exit code, stderr
+    tail) as each ends. On KeyboardInterrupt the runs not started are cancelled and the
+    running ones stopped (`stop_runs`) before it propagates: Ctrl-C ends the study."""
+    _STOPPING.clear()
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, int(workers)))
+    try:
+        futures = {pool.submit(run_one, cmd, os.getcwd()): name
+                   for name, cmd in commands.items()}
+        for future in concurrent.futures.as_completed(futures):
+            record(futures[future], *future.result())
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        stopped = stop_runs()
+        logging.warning("interrupted: %d running run(s) stopped at their last checkpoint, "
+                        "the others not started", stopped)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        _STOPPING.clear()                 # no worker is left to start anything
 
 
 def _read_json(path: pathlib.Path, kind: type, default):
@@ -327,11 +391,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         for name, code, stderr in _ray_map(commands, address):
             record(name, code, stderr)
     elif commands:
-        with concurrent.futures.ThreadPoolExecutor(max(1, int(workers))) as pool:
-            futures = {pool.submit(run_one, cmd, os.getcwd()): name
-                       for name, cmd in commands.items()}
-            for future in concurrent.futures.as_completed(futures):
-                record(futures[future], *future.result())
+        run_local(commands, workers, record)
     bar.close()
     write_sample_grids(settings, out / "samples")
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
