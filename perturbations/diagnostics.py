@@ -418,14 +418,20 @@ def save_figure(sheet: np.ndarray, labels: list[str], title: str, diagnostics: d
     return out_path
 
 
-def write_evidence(directory, diagnostics: dict) -> pathlib.Path:
-    """Merges `diagnostics` into DIRECTORY/evidence.json (created if absent; other keys
-    kept) as "diagnostics", plus a top-level "below_minimum_effect" flag; atomic write."""
+def merge_evidence(directory, updates: dict) -> pathlib.Path:
+    """Sets the top-level keys `updates` in DIRECTORY/evidence.json (created if absent;
+    other keys kept); atomic write."""
     path = pathlib.Path(directory) / EVIDENCE
     evidence = json.loads(path.read_text()) if path.is_file() else {}
     if not isinstance(evidence, dict):
         raise ValueError(f"{path}: expected a JSON object, found {type(evidence).__name__}")
-    evidence["diagnostics"] = diagnostics
-    evidence["below_minimum_effect"] = diagnostics["minimum_effect"]["below_minimum"]
-    write_json(path, evidence)
+    write_json(path, {**evidence, **updates})
     return path
+
+
+def write_evidence(directory, diagnostics: dict) -> pathlib.Path:
+    """Merges `diagnostics` into DIRECTORY/evidence.json as "diagnostics", plus a
+    top-level "below_minimum_effect" flag (`merge_evidence`)."""
+    return merge_evidence(directory, {
+        "diagnostics": diagnostics,
+        "below_minimum_effect": diagnostics["minimum_effect"]["below_minimum"]})

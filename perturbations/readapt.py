@@ -29,7 +29,6 @@ or its references cannot be loaded or an argument is invalid (one line `error: .
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 
@@ -282,12 +281,9 @@ def save_figure(result: dict, path) -> None:
 def publish(directory, result: dict) -> None:
     """Merges `result` into DIRECTORY/evidence.json under EVIDENCE_KEY (other keys kept;
     atomic) and draws DIRECTORY/FIGURE."""
-    path = pathlib.Path(directory) / "evidence.json"
-    evidence = json.loads(path.read_text()) if path.is_file() else {}
-    if not isinstance(evidence, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(evidence).__name__}")
-    evidence[EVIDENCE_KEY] = result
-    write_json(path, evidence)
+    from perturbations.diagnostics import merge_evidence
+
+    merge_evidence(directory, {EVIDENCE_KEY: result})
     save_figure(result, pathlib.Path(directory) / FIGURE)
 
 
