@@ -8,10 +8,13 @@ artefact's weights) and decoders restarted from the reference models' own checkp
 trained on it alone for `steps` updates, exactly as in the game (the frozen encoders see
 the original image x, the decoder reconstructs the target from `latent_samples` posterior
 samples per image, the artefact's reconstruction loss, Adam 1e-4 of appendix B.1), in
-three arms that differ only in the target:
+arms that differ only in the target (default the first three):
   original          x                          (how the two references compare anyway)
   modified          reflect(x + eps m(w))      (the artefact)
   modified_texture  reflect(x + eps E_w m(w))  (its fixed-texture control)
+  VARIANT@EPS       any other variant of the dataset at a strength, e.g. 'noisy@0.0788'
+                    (matched noise) or 'wave@0.06' (the oracle's mixing wave): does the
+                    game's objective favour m over them?
 Every `eval_every` updates both sides' losses are measured on one held-out sample (the
 same factors, latent noise and images in every arm). The arms share the training batches.
 
@@ -21,7 +24,8 @@ at the same number of updates: negative when m makes the entangled decoder's job
 relative to the disentangled one's than the original data already are. The artefact
 passes when the advantage after re-adaptation is negative and has not risen over the
 second half of the updates (it is not closing). The texture arm's advantage is reported
-beside it: m's w-dependence matters only where the modified advantage is below it.
+beside it, and every other arm's (`arm_advantage_end`): an arm with a more negative
+advantage than m's is a perturbation the game would have preferred to the m it found.
 
 Exit status: 0 done (a failed gate is a result, printed and recorded), 2 when the artefact
 or its references cannot be loaded or an argument is invalid (one line `error: ...`).
@@ -40,7 +44,7 @@ from benchmark.errors import cli_main, user_errors
 
 FLAGS = flags.FLAGS
 
-#: the arms of the gate, in the order they run (module docstring)
+#: the default arms of the gate, in the order they run (module docstring)
 ARMS = ("original", "modified", "modified_texture")
 #: where --publish writes (the artefact directory) and the key it merges into evidence.json
 FIGURE = "readaptation.png"
@@ -61,6 +65,8 @@ def define_flags() -> None:
                          "latent noise.", lower_bound=0)
     flags.DEFINE_string("source", None, "Dataset source (procedural|file|auto); default: "
                         "the one recorded in the artefact's metadata.")
+    flags.DEFINE_list("arms", list(ARMS), "Arms to re-adapt on: original, modified and "
+                      "others (modified_texture, VARIANT@EPS such as noisy@0.0788).")
     flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here.")
     flags.DEFINE_boolean("publish", False, f"Merge the result into DIR/evidence.json "
                          f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
@@ -72,8 +78,9 @@ def gate(evaluations: list[int], gaps: dict) -> dict:
     evaluations: update counts of the measurements, increasing, starting at 0 (m >= 2);
     gaps: {arm: list of m gaps}, with at least 'original' and 'modified'.
     Returns the advantage (modified - original gap) at the start, the middle measurement
-    and the end, its rise over the second half (end - middle), the texture arm's advantage
-    when measured, and 'passes': advantage at the end < 0 and rise <= 0."""
+    and the end, its rise over the second half (end - middle), every other measured arm's
+    advantage at the end ('arm_advantage_end', modified included), and 'passes': advantage
+    at the end < 0 and rise <= 0."""
     if len(evaluations) < 2:
         raise ValueError(f"the gate needs >= 2 measurements, found {len(evaluations)}")
     for arm in ("original", "modified"):
@@ -87,11 +94,9 @@ def gate(evaluations: list[int], gaps: dict) -> dict:
              "advantage_middle": float(advantage[middle]),
              "advantage_end": float(advantage[-1]),
              "advantage_rise_second_half": float(advantage[-1] - advantage[middle])}
-    if len(gaps.get("modified_texture", ())) == len(evaluations):
-        found["texture_advantage_end"] = float(gaps["modified_texture"][-1]
-                                               - gaps["original"][-1])
-        found["modified_below_texture"] = bool(gaps["modified"][-1]
-                                               < gaps["modified_texture"][-1])
+    found["arm_advantage_end"] = {arm: float(gap[-1] - gaps["original"][-1])
+                                  for arm, gap in gaps.items()
+                                  if arm != "original" and len(gap) == len(evaluations)}
     found["passes"] = bool(found["advantage_end"] < 0.0
                            and found["advantage_rise_second_half"] <= 0.0)
     return found
@@ -144,6 +149,29 @@ def _update_fn(side_means, variables, optimizer):
     return update
 
 
+def arm_dataset(data, directory, arm: str):
+    """The dataset of one arm: 'original', the artefact's 'modified' / 'modified_texture'
+    (at its eps, or '@EPS'), or any other variant 'NAME@EPS' of `data`."""
+    from benchmark.data import VARIANTS, make_variant
+    from perturbations import artefact
+
+    base, _, strength = arm.partition("@")
+    try:
+        eps = float(strength) if strength else None
+    except ValueError:
+        raise ValueError(f"readaptation arm {arm!r}: expected VARIANT or VARIANT@EPS with a "
+                         f"number EPS, found {strength!r}") from None
+    if base == "original" and eps is None:
+        return data
+    if base in ("modified", "modified_texture"):
+        return artefact.load_variant(data, directory, eps, texture=base == "modified_texture")
+    if base not in VARIANTS or base == "original" or eps is None:
+        raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
+                         f"'modified_texture' or VARIANT@EPS with VARIANT one of "
+                         f"{', '.join(v for v in VARIANTS if v != 'original')}")
+    return make_variant(data, base, eps=eps)
+
+
 def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,
                  eval_images: int = 1024, seed: int = 0, source: str | None = None,
                  arms=ARMS) -> dict:
@@ -165,19 +193,18 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
                         ("eval_every", eval_every), ("eval_images", eval_images)):
         if int(value) < 1:
             raise ValueError(f"readaptation {name} must be >= 1, found {value}")
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown or not {"original", "modified"} <= set(arms):
-        raise ValueError(f"readaptation arms: expected 'original', 'modified' and optionally "
-                         f"'modified_texture', found {list(arms)}")
+    arms = list(arms)
+    if not {"original", "modified"} <= set(arms) or len(set(arms)) != len(arms):
+        raise ValueError(f"readaptation arms: expected 'original', 'modified' and other "
+                         f"distinct variants ('modified_texture', 'noisy@0.08', ...), found "
+                         f"{arms}")
     data, _, metadata = diagnostics.load_manipulation_artefact(directory, source)
     dirs = _reference_dirs(metadata, directory)
     latent_samples, reconstruction = _game_settings(metadata, directory)
     loss_fn = RECONSTRUCTIONS[reconstruction]
+    targets_of = {arm: arm_dataset(data, directory, arm) for arm in arms}
     found_refs = {side: [references.read_reference(r) for r in runs]
                   for side, runs in dirs.items()}
-    targets_of = {"original": data, "modified": artefact.load_variant(data, directory),
-                  "modified_texture": (artefact.load_variant(data, directory, texture=True)
-                                       if "modified_texture" in arms else None)}
 
     held_out = data.sample_factors(int(eval_images), np.random.default_rng([seed, 1]))
     held_images = data.observations_from_factors(held_out)
@@ -250,8 +277,9 @@ def summary_lines(result: dict) -> list[str]:
     lines.append(f"advantage of the modified data (vs original) after {g['updates']} "
                  f"updates: {g['advantage_end']:+.2f} (start {g['advantage_start']:+.2f}, "
                  f"rise over the second half {g['advantage_rise_second_half']:+.2f})")
-    if "texture_advantage_end" in g:
-        lines.append(f"texture control's advantage: {g['texture_advantage_end']:+.2f}")
+    for arm, advantage in g["arm_advantage_end"].items():
+        if arm != "modified":
+            lines.append(f"{arm}'s advantage (vs original): {advantage:+.2f}")
     lines.append(f"gate: {'passes' if g['passes'] else 'FAILS'} (advantage < 0 and not "
                  "rising over the second half)")
     return lines
@@ -295,7 +323,7 @@ def main(argv):
     directory = pathlib.Path(argv[1])
     with user_errors(OSError, ValueError):     # ArtefactError, ReferenceError: UserErrors
         result = readaptation(directory, FLAGS.steps, FLAGS.batch_size, FLAGS.eval_every,
-                              FLAGS.eval_images, FLAGS.seed, FLAGS.source)
+                              FLAGS.eval_images, FLAGS.seed, FLAGS.source, FLAGS.arms)
     print("\n".join([str(directory)] + summary_lines(result)))
     if FLAGS.out:
         write_json(FLAGS.out, result)

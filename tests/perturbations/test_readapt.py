@@ -25,8 +25,8 @@ def test_gate_passes_only_a_lasting_advantage_of_the_modified_data():
     # The texture arm is compared when measured.
     with_texture = gate(STEPS, {"original": original, "modified": [1.0] * 5,
                                 "modified_texture": [4.0] * 5})
-    assert with_texture["texture_advantage_end"] == pytest.approx(-1.0)
-    assert with_texture["modified_below_texture"]
+    assert with_texture["arm_advantage_end"] == {"modified": pytest.approx(-4.0),
+                                                 "modified_texture": pytest.approx(-1.0)}
 
 
 def test_gate_refuses_trajectories_that_do_not_match_the_measurements():
@@ -55,3 +55,8 @@ def test_an_artefact_without_its_references_is_refused_in_one_line(tmp_path):
         readaptation(out, steps=1)
     with pytest.raises(ValueError, match="expected 'original', 'modified'"):
         readaptation(out, steps=1, arms=("modified",))
+    with pytest.raises(ValueError, match="arm 'noisy': expected 'original', 'modified', "
+                                         "'modified_texture' or VARIANT@EPS"):
+        readaptation(out, steps=1, arms=("original", "modified", "noisy"))
+    with pytest.raises(ValueError, match="expected VARIANT or VARIANT@EPS with a number"):
+        readaptation(out, steps=1, arms=("original", "modified", "noisy@x"))
