@@ -79,7 +79,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         eps_sweep=(), checkpoint_every: int = 200, log_every: int = 50,
                         evidence_points: int = 10000, reconstruction: str = "squared_error",
                         mean_penalty: float = 0.0, output_init_scale: float = 0.1,
-                        neuron_learning_rate_scale: float = 1.0,
+                        neuron_learning_rate_scale: float = 1.0, gate_steps: int = 1000,
                         fixed_factors: dict | None = None) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
@@ -99,6 +99,10 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     neuron_learning_rate_scale: the one neuron's weights (m's direction in factor space)
       learn at this multiple of m's learning rate, with an Adam of their own (1: the
       paper's single optimiser; manipulation.ManipulationGame says why it matters).
+    gate_steps: decoder updates of each arm of the re-adaptation gate run on the artefact
+      (perturbations/readapt.py: original / modified / texture, decoders restarted from the
+      references, m frozen); published in evidence.json and readaptation.png, a failed
+      gate logged as a warning and recorded as "readaptation_gate_passed": false. 0: skip.
     fixed_factors: {factor name: class}: the game, its references and the artefact on the
       dataset reduced to the other factors (benchmark/data/subset.py; e.g. the oracle
       study's ellipse, posX x posY); references reused from `reference_runs` must have
@@ -120,6 +124,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
         if dataset not in DEFAULT_EPS:
             raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
         eps = DEFAULT_EPS[dataset]
+    if int(gate_steps) < 0:
+        raise ValueError(f"generation.gate_steps must be >= 0, found {gate_steps}")
     for name, value in (("steps", steps), ("batch_size", batch_size),
                         ("ensemble_size", ensemble_size), ("latent_samples", latent_samples)):
         if int(value) < 1:
@@ -139,6 +145,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 evidence_points=int(evidence_points), reconstruction=str(reconstruction),
                 mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
                 neuron_learning_rate_scale=float(neuron_learning_rate_scale),
+                gate_steps=int(gate_steps),
                 fixed_factors=dict(fixed_factors or {}))
 
 
@@ -245,6 +252,25 @@ def publish_diagnostics(directory, data, network, eps: float, seed: int,
     return found
 
 
+def run_gate(directory, settings: dict) -> dict:
+    """The re-adaptation gate of the artefact in `directory` (perturbations/readapt.py),
+    published beside its diagnostics; a failure is logged loudly and recorded."""
+    from perturbations import readapt
+    from perturbations.diagnostics import merge_evidence
+
+    steps = settings["gate_steps"]
+    result = readapt.readaptation(directory, steps, settings["batch_size"],
+                                  max(1, steps // 10), min(1024, settings["evidence_points"]),
+                                  settings["seed"])
+    readapt.publish(directory, result)
+    passed = result["gate"]["passes"]
+    merge_evidence(directory, {"readaptation_gate_passed": passed})
+    if not passed:
+        logging.warning("ARTEFACT FAILS THE RE-ADAPTATION GATE: %s: %s", directory,
+                        "; ".join(readapt.summary_lines(result)[-2:]))
+    return result
+
+
 def reference_migs(original, modified, encoders: dict, seed: int, points: int) -> dict:
     """MIG of each reference encoder's mean on original and modified data (same seed);
     gin's `mig.*` bindings apply (the registered configurable)."""
@@ -319,6 +345,8 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                                                 settings["evidence_points"])}
     write_json(out / "evidence.json", evidence)
     publish_diagnostics(out, data, network, settings["eps"], settings["seed"])
+    if settings["gate_steps"]:
+        run_gate(out, settings)
     for eps in settings["eps_sweep"]:
         swept = out.parent / f"{out.name}_eps{eps:g}"
         swept.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ def _generate(tmp_path, *extra, overwrite=False):
                 "generation.steps = 3", "generation.batch_size = 4",
                 "generation.latent_samples = 2", "generation.checkpoint_every = 2",
                 "generation.evidence_points = 300", "generation.eps_sweep = [0.3]",
+                "generation.gate_steps = 2",
                 f"generation.work_dir = '{tmp_path / 'work'}'",
                 f"generation.output_dir = '{tmp_path / 'art'}'", *extra]
     args = [sys.executable, "-m", "perturbations.generate",
@@ -44,6 +45,9 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert set(evidence["reference_mig"]) == {f"entangled:{ent['run_dir']}",
                                               f"disentangled:{dis['run_dir']}"}
     assert (art / "figure.png").read_bytes()[:4] == b"\x89PNG"
+    # The re-adaptation gate ran on it (2 updates an arm) and is recorded.
+    assert evidence["readaptation"]["evaluations"] == [0, 1, 2]
+    assert evidence["readaptation_gate_passed"] == evidence["readaptation"]["gate"]["passes"]
     # Diagnostics of m(w) are published with every artefact, the swept ones included.
     diagnostics = evidence["diagnostics"]
     assert diagnostics["eps"] == 0.1 and diagnostics["dataset"] == "dsprites"
