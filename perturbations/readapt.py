@@ -286,12 +286,15 @@ def summary_lines(result: dict) -> list[str]:
 
 
 def save_figure(result: dict, path) -> None:
-    """L_ent - L_dis on the held-out sample against decoder updates, one line per arm."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """L_ent - L_dis on the held-out sample against decoder updates, one line per arm
+    (PNG, temp name then renamed; matplotlib through Figure only: the caller's backend is
+    kept)."""
+    from matplotlib.figure import Figure
 
-    figure, axis = plt.subplots(figsize=(6, 3.5))
+    from benchmark.atomic import atomic_path
+
+    figure = Figure(figsize=(6, 3.5), dpi=100)
+    axis = figure.add_subplot()
     for arm, curve in result["arms"].items():
         axis.plot(result["evaluations"], curve["gap"], marker=".", label=arm)
     axis.axhline(0.0, color="grey", linewidth=0.5)
@@ -300,10 +303,8 @@ def save_figure(result: dict, path) -> None:
     axis.set_title(f"re-adaptation: {'passes' if result['gate']['passes'] else 'fails'}")
     axis.legend()
     figure.tight_layout()
-    tmp = pathlib.Path(path).with_suffix(".tmp.png")
-    figure.savefig(tmp, dpi=100)
-    plt.close(figure)
-    os.replace(tmp, path)
+    with atomic_path(pathlib.Path(path), ".png") as tmp:
+        figure.savefig(tmp, format="png")
 
 
 def publish(directory, result: dict) -> None:
