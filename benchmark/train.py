@@ -12,7 +12,8 @@ FactorVAE's discriminator, fit the same loop). The loop:
   written, so a run killed at any point resumes from the last complete one; a run resumed
   at its last step reports the loss terms stored with that checkpoint);
 - stops at the first non-finite loss term with an error naming the step and the term,
-  without checkpointing the bad state;
+  without checkpointing the bad state, and likewise when an optional `stop_check` of the
+  terms gives a reason;
 - writes every term to TensorBoard and shows a tqdm bar on a terminal, periodic log lines
   otherwise.
 """
@@ -33,7 +34,7 @@ from tqdm import tqdm
 
 
 class TrainingDiverged(RuntimeError):
-    """A loss term became NaN or infinite."""
+    """A loss term became NaN or infinite, or the run's stop_check gave a reason."""
 
 
 def _checkpoint(model, step: tf.Variable, terms: tf.Variable) -> tf.train.Checkpoint:
@@ -59,12 +60,15 @@ def restore_model(model, workdir) -> int:
 def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
           workdir, seed: int, checkpoint_every: int = 1000, log_every: int = 100,
           jit_compile: bool = False, progress: bool | None = None,
-          image_summary: Callable[[], np.ndarray] | None = None) -> dict:
+          image_summary: Callable[[], np.ndarray] | None = None,
+          stop_check: Callable[[dict], str | None] | None = None) -> dict:
     """Trains `model` to `num_steps`, resuming from `workdir/checkpoints` when present.
 
     make_stream(start_batch) -> infinite dataset of batches starting at that batch.
     image_summary() -> float image (h, w, 3) in [0, 1] (e.g. reconstructions), written to
     TensorBoard at every checkpoint.
+    stop_check(terms) -> None, or the reason to stop: raised as TrainingDiverged like a
+    non-finite term (e.g. perturbations.manipulation.dead_manipulation_check).
     Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}: the terms
     of the last step, also when that step was trained before a resume (read from the
     checkpoint; {} only for a checkpoint written before terms were stored).
@@ -107,6 +111,10 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                     f"step {current}: loss term '{bad[0]}' is {terms[bad[0]]} (all terms: "
                     f"{terms}); the last good checkpoint is "
                     f"{manager.latest_checkpoint or 'none'}")
+            reason = stop_check(terms) if stop_check is not None else None
+            if reason:
+                raise TrainingDiverged(f"step {current}: {reason}; the last checkpoint is "
+                                       f"{manager.latest_checkpoint or 'none'}")
             step.assign(current + 1)
             bar.update(1)
             if (current + 1) % log_every == 0 or current + 1 == num_steps:

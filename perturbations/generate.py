@@ -20,6 +20,7 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -80,7 +81,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         evidence_points: int = 10000, reconstruction: str = "squared_error",
                         mean_penalty: float = 0.0, output_init_scale: float = 0.1,
                         neuron_learning_rate_scale: float = 1.0, gate_steps: int = 1000,
-                        fixed_factors: dict | None = None) -> dict:
+                        fixed_factors: dict | None = None,
+                        unit_variance_init: bool = False) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -107,6 +109,11 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       dataset reduced to the other factors (benchmark/data/subset.py; e.g. the oracle
       study's ellipse, posX x posY); references reused from `reference_runs` must have
       been trained on the same reduction. None: the whole dataset.
+    unit_variance_init: rescale m's initial weights so each layer's pre-activation has
+      unit variance over the data's factors (False: dlib's Glorot initialisation, as the
+      paper; perturbations/manipulation.py says why the default init can kill m).
+    Whatever the init, the game stops with an error when m dies (a hidden layer of its
+    decoder dead for 10 consecutive updates).
     """
     if reconstruction not in manipulation.RECONSTRUCTIONS:
         raise ValueError(f"generation.reconstruction must be one of "
@@ -146,7 +153,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
                 neuron_learning_rate_scale=float(neuron_learning_rate_scale),
                 gate_steps=int(gate_steps),
-                fixed_factors=dict(fixed_factors or {}))
+                fixed_factors=dict(fixed_factors or {}),
+                unit_variance_init=bool(unit_variance_init))
 
 
 def generation_data(settings: dict):
@@ -158,12 +166,24 @@ def generation_data(settings: dict):
     return data
 
 
+#: factor vectors `unit_variance_init` measures the layers' spread on
+INIT_FACTORS = 1024
+
+
 def initial_manipulation(data, settings: dict):
     """m(w) at its initial weights, a function of `settings['seed']` only (Keras draws
-    initial weights from the global seed, so an unseeded build differs run to run)."""
+    initial weights from the global seed, so an unseeded build differs run to run), with
+    `unit_variance_init` rescaled on INIT_FACTORS factor vectors drawn with that seed."""
     keras.utils.set_random_seed(settings["seed"])
-    return manipulation.manipulation_network(data.num_factors, data.observation_shape,
-                                             settings["output_init_scale"])
+    network = manipulation.manipulation_network(data.num_factors, data.observation_shape,
+                                                settings["output_init_scale"])
+    if settings.get("unit_variance_init"):
+        factors = data.sample_factors(INIT_FACTORS, np.random.default_rng(settings["seed"]))
+        scales = manipulation.unit_variance_init(
+            network, pipeline.scaled_factors(factors, data.factor_sizes))
+        logging.info("unit_variance_init: layers divided by %s",
+                     ", ".join(f"{s:.3g}" for s in scales))
+    return network
 
 
 def scaled_optimizer(optimizer, scale: float):
@@ -177,6 +197,40 @@ def scaled_optimizer(optimizer, scale: float):
                          f"a constant learning rate, found {settings.get('learning_rate')!r}")
     return type(optimizer).from_config({**settings, "name": f"{settings['name']}_neuron",
                                         "learning_rate": settings["learning_rate"] * scale})
+
+
+#: the settings that decide what the game trains (not `steps`: a finished game can be
+#: trained on to more updates)
+GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
+             "reference_bindings", "reference_seeds", "reference_runs", "ensemble_size",
+             "batch_size", "latent_samples", "seed", "reconstruction", "mean_penalty",
+             "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init")
+
+
+def check_game_settings(work_dir, settings: dict, optimizers) -> None:
+    """Records the game's settings (GAME_KEYS and the optimisers' configs) in
+    work_dir/game_settings.json at its first start; a later start in the same work_dir
+    with other settings is a UserError naming each difference, so a resumed checkpoint
+    never continues a game of another configuration. A work_dir with checkpoints but no
+    record (made before the record existed) gets one."""
+    work_dir = pathlib.Path(work_dir)
+    wanted = {**{k: settings[k] for k in GAME_KEYS},
+              "optimizers": [{k: v for k, v in o.get_config().items() if k != "name"}
+                             for o in optimizers]}
+    wanted = json.loads(json.dumps(wanted))         # as it reads back: tuples -> lists
+    record = work_dir / "game_settings.json"
+    if not record.exists():
+        write_json(record, wanted)
+        return
+    found = artefact.read_json_object(record, UserError)
+    differ = sorted(k for k in set(wanted) | set(found) if wanted.get(k) != found.get(k))
+    if differ:
+        raise UserError(
+            f"{work_dir} holds a game trained with other settings ("
+            + "; ".join(f"{k}: recorded {found.get(k)!r}, now {wanted.get(k)!r}"
+                        for k in differ)
+            + "); set generation.work_dir to a new directory, or remove that one to "
+            "start over")
 
 
 def gather_references(settings: dict) -> list[dict]:
@@ -290,6 +344,9 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     """Runs the whole generation; returns the artefact directory. optimizers: (of m, of the
     reference decoders); None: `manipulation_adam()` (main: gin's `manipulation_adam.*`)."""
     data = generation_data(settings)
+    m_optimizer, decoder_optimizer = (o or manipulation_adam() for o in optimizers)
+    check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation", settings,
+                        [m_optimizer, decoder_optimizer])
     found = gather_references(settings)
     entangled, disentangled = references.choose(found, settings["ensemble_size"])
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
@@ -298,7 +355,6 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
               for r in entangled + disentangled}
     network = initial_manipulation(data, settings)
-    m_optimizer, decoder_optimizer = (o or manipulation_adam() for o in optimizers)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
@@ -310,7 +366,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         game, lambda first: pipeline.factor_image_dataset(
             data, 4 * settings["batch_size"], settings["seed"], first),
         settings["steps"], work_dir, settings["seed"], settings["checkpoint_every"],
-        settings["log_every"])
+        settings["log_every"], stop_check=manipulation.dead_manipulation_check())
 
     out = pathlib.Path(settings["output_dir"])
     describe = lambda r: {"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"],  # noqa: E731
@@ -332,6 +388,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                              "output_init_scale": settings["output_init_scale"],
                              "neuron_learning_rate_scale":
                                  settings["neuron_learning_rate_scale"],
+                             "unit_variance_init": settings["unit_variance_init"],
                              "final_terms": training["final_terms"],
                              "seconds": training["seconds"]}}
     artefact.save_manipulation(out, network, metadata)

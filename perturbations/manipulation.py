@@ -37,6 +37,18 @@ Choices that decide whether m learns a w-dependent pattern (issue 14 item 2):
 - `mean_penalty`: lambda of lambda * mean over pixels of (E_batch m(w))^2 added to m's
   loss: a pattern shared by every image is absorbed by the decoders as a bias and adds no
   variance along the factors (default 0: the paper's objective).
+- `unit_variance_init` (perturbations.generate): with dlib's (Glorot) initial weights and
+  a one-dimensional input, m's activations shrink layer by layer (mean |h| 2e-2 after the
+  first dense layer, 3e-4 after the third transposed convolution, on full dSprites), so
+  one Adam step of 1e-3 on a bias outweighs them; measured on full dSprites (issue 14):
+  the 32x32 transposed convolution had no active unit for any w by update 20, with or
+  without the mean penalty, and m was one constant pattern for good (a layer that outputs
+  zero passes no gradient). `unit_variance_init` rescales each layer's initial weights
+  so its pre-activation has unit variance over the factors (LSUV, Mishkin & Matas 2016):
+  same architecture, same initial directions; all layers stayed active.
+Every step also counts m's dead layers (`m_dead_layers`: hidden ReLU layers with no
+positive output for any image of the batch); `dead_manipulation_check` turns a lasting
+count into the reason the generation stops.
 Each step also returns m's diagnostics: the share of its batch energy in the batch mean
 (`m_mean_share`, image-independent), its fraction of saturated pixels, and the one
 neuron's weight norm and output spread (`scalar_weight_norm`, `scalar_std`), so their
@@ -78,6 +90,75 @@ def manipulation_network(num_factors: int, output_shape=(64, 64, 1),
         last = decoder.layers[-1]
         last.set_weights([w * float(output_init_scale) for w in last.get_weights()])
     return keras.Model(factors, bounded, name="manipulation")
+
+
+def hidden_relu_layers(manipulation: keras.Model) -> list:
+    """The ReLU layers of m's decoder, input to output (5 for dlib's decoder)."""
+    decoder = manipulation.get_layer("manipulation_decoder")
+    return [layer for layer in decoder.layers
+            if getattr(layer, "activation", None) is keras.activations.relu]
+
+
+def hidden_activations(manipulation: keras.Model) -> keras.Model:
+    """scaled factors (n, k) -> [output of each hidden ReLU layer of m's decoder]."""
+    decoder = manipulation.get_layer("manipulation_decoder")
+    probe = keras.Model(decoder.inputs, [layer.output for layer in hidden_relu_layers(
+        manipulation)], name="manipulation_hidden")
+    factors = keras.Input(shape=manipulation.input_shape[1:])
+    return keras.Model(factors, probe(manipulation.get_layer("single_neuron")(factors)),
+                       name="manipulation_probe")
+
+
+def unit_variance_init(manipulation: keras.Model, factors) -> list[float]:
+    """Rescales, input to output, the single neuron's and each hidden layer's initial
+    kernel and bias so that the layer's pre-activation has standard deviation 1 over
+    `factors` (scaled factors float32 (n, k) in [0, 1], n >= 2; LSUV, Mishkin & Matas
+    2016); the output layer is left as it is (`output_init_scale` sets it). Returns the
+    standard deviations divided by, in that order. ValueError when a layer's
+    pre-activation is constant over `factors` (nothing to scale)."""
+    decoder = manipulation.get_layer("manipulation_decoder")
+    layers = [manipulation.get_layer("single_neuron")] + [
+        layer for layer in decoder.layers if not isinstance(layer, keras.layers.InputLayer)]
+    scales = []
+    h = tf.convert_to_tensor(factors, tf.float32)
+    for layer in layers[:-1]:
+        if layer.weights:
+            activation = layer.activation
+            layer.activation = keras.activations.linear
+            try:
+                spread = float(tf.math.reduce_std(layer(h)))
+            finally:
+                layer.activation = activation
+            if not spread > 0.0:
+                raise ValueError(f"unit_variance_init: {layer.name}'s pre-activation is "
+                                 f"constant over the {int(h.shape[0])} factor vectors given")
+            layer.set_weights([w / spread for w in layer.get_weights()])
+            scales.append(spread)
+        h = layer(h)
+    return scales
+
+
+def dead_manipulation_check(patience: int = 10):
+    """A stop test for the generation's training loop (`benchmark.train.train`'s
+    `stop_check`): terms -> a message once `m_dead_layers` has been > 0 at `patience`
+    consecutive steps (m is then one pattern for every w, and stays so: a ReLU layer that
+    outputs zero passes no gradient to the layers before it), else None."""
+    if int(patience) < 1:
+        raise ValueError(f"patience must be >= 1, found {patience}")
+    run = 0
+
+    def check(terms: dict) -> str | None:
+        nonlocal run
+        dead = int(terms.get("m_dead_layers", 0))
+        run = run + 1 if dead > 0 else 0
+        if run < patience:
+            return None
+        return (f"m died: {dead} hidden layer(s) of its decoder output zero for every "
+                f"image of the batch at {patience} consecutive updates, so m(w) is one "
+                "constant pattern and no gradient reaches the layers before; lower "
+                "manipulation_adam.learning_rate or set generation.unit_variance_init = "
+                "True (perturbations/manipulation.py says why)")
+    return check
 
 
 def reflect(x):
@@ -154,6 +235,7 @@ class ManipulationGame(keras.Model):
         self.manipulation_optimizer = manipulation_optimizer or manipulation_adam()
         self.decoder_optimizer = decoder_optimizer or manipulation_adam()
         self.neuron_optimizer = neuron_optimizer
+        self.hidden_activations = hidden_activations(manipulation)
 
     def _decoder_variables(self) -> list:
         return [v for d in self.entangled_decoders + self.disentangled_decoders
@@ -239,7 +321,10 @@ class ManipulationGame(keras.Model):
         pattern, image-independent, in [0, 1]), `m_saturated` (fraction of |m| >
         SATURATION), `scalar_weight_norm`, `scalar_weight_<i>` and `scalar_std` (the one
         neuron's weight norm, its weight on factor i, and the spread of its output
-        s = a . w + b over the batch)."""
+        s = a . w + b over the batch), `m_dead_layers` (hidden ReLU layers of m's decoder
+        with no positive output for any image of the batch)."""
+        dead_layers = tf.add_n([tf.cast(tf.reduce_max(h) <= 0.0, tf.int32)
+                                for h in self.hidden_activations(factors)])
         energy = tf.reduce_mean(tf.square(m))
         mean_energy = tf.reduce_mean(tf.square(tf.reduce_mean(m, axis=0)))
         neuron = self.manipulation.get_layer("single_neuron")
@@ -249,7 +334,8 @@ class ManipulationGame(keras.Model):
                 "scalar_weight_norm": tf.norm(neuron.kernel),
                 **{f"scalar_weight_{i}": neuron.kernel[i, 0]
                    for i in range(neuron.kernel.shape[0])},
-                "scalar_std": tf.math.reduce_std(scalar)}
+                "scalar_std": tf.math.reduce_std(scalar),
+                "m_dead_layers": dead_layers}
 
 
 def manipulation_delta_fn(manipulation: keras.Model, factor_sizes, batch_size: int = 512):

@@ -66,3 +66,20 @@ def test_nan_loss_stops_with_step_and_term(data, tmp_path):
     with pytest.raises(train_lib.TrainingDiverged, match=r"step 0: loss term '\w+' is nan"):
         train_lib.train(model, lambda start: nan_images, 4, tmp_path, seed=0, progress=False)
     assert not list((tmp_path / "checkpoints").glob("ckpt-*"))
+
+
+def test_stop_check_stops_at_the_step_it_names_with_its_reason(data, tmp_path):
+    seen = []
+
+    def stop_at_third(terms):
+        seen.append(sorted(terms))
+        return "the check says so" if len(seen) == 3 else None
+
+    images = pipeline.image_dataset(data, batch_size=8, seed=0)
+    with pytest.raises(train_lib.TrainingDiverged, match=r"step 2: the check says so"):
+        train_lib.train(_model(), lambda start: images, 10, tmp_path, seed=0,
+                        checkpoint_every=1, progress=False, stop_check=stop_at_third)
+    assert "loss" in seen[0]
+    # steps 0 and 1 were checkpointed; the stopped step was not
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("ckpt-*.index")) == [
+        "ckpt-1.index", "ckpt-2.index"]

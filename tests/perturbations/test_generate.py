@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from benchmark.data import load_data
 
@@ -89,6 +90,11 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     again = _generate(tmp_path, overwrite=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((art / "metadata.json").read_text())["training"]["steps"] == 3
+    # Another game in the same work_dir is refused before it touches the checkpoints.
+    checkpoints = sorted((tmp_path / "work" / "manipulation" / "checkpoints").iterdir())
+    other = _generate(tmp_path, "generation.mean_penalty = 1.0", overwrite=True)
+    assert other.returncode == 2 and "mean_penalty: recorded 0.0, now 1.0" in other.stderr
+    assert sorted((tmp_path / "work" / "manipulation" / "checkpoints").iterdir()) == checkpoints
 
 
 def test_generation_rejects_a_misspelt_setting(tmp_path):
@@ -159,3 +165,23 @@ def test_initial_manipulation_depends_on_the_seed_only():
     first, again, other = weights(0), weights(0), weights(1)
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, other)
+
+
+def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
+    from benchmark.errors import UserError
+    from models.optimizers import manipulation_adam
+    from perturbations.generate import check_game_settings, generation_settings
+
+    settings = generation_settings(mean_penalty=4096.0, reference_runs=("a", "b"))
+    check_game_settings(tmp_path, settings, [manipulation_adam(1e-3)] * 2)
+    recorded = json.loads((tmp_path / "game_settings.json").read_text())
+    assert recorded["mean_penalty"] == 4096.0 and recorded["reference_runs"] == ["a", "b"]
+    # the same game (and more updates of it) resumes
+    check_game_settings(tmp_path, {**settings, "steps": 99999},
+                        [manipulation_adam(1e-3)] * 2)
+    for changed, optimizer, named in (
+            ({**settings, "unit_variance_init": True}, 1e-3, "unit_variance_init"),
+            (settings, 1e-4, "optimizers")):
+        with pytest.raises(UserError, match=f"{named}: recorded .*set generation.work_dir"):
+            check_game_settings(tmp_path, changed, [manipulation_adam(optimizer)] * 2)
+    assert json.loads((tmp_path / "game_settings.json").read_text()) == recorded

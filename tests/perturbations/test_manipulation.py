@@ -233,3 +233,69 @@ def test_the_neurons_own_optimizer_moves_its_weights_and_only_those():
     # Adam's first step moves each weight by about its learning rate.
     assert moved[1.0] == pytest.approx(1e-4, rel=0.5) and moved[100.0] == pytest.approx(
         1e-2, rel=0.5)
+
+
+def _factors(n=512, seed=0):
+    data = dsprites.DSprites(source="procedural")
+    classes = data.sample_factors(n, np.random.default_rng(seed))
+    return pipeline.scaled_factors(classes, data.factor_sizes)
+
+
+def _pre_activation_spreads(network, factors):
+    """std over `factors` of the single neuron's output and each hidden layer's
+    pre-activation (activations switched off for the measurement)."""
+    h = tf.constant(factors)
+    decoder = network.get_layer("manipulation_decoder")
+    layers = [network.get_layer("single_neuron")] + decoder.layers[1:-1]
+    spreads = []
+    for layer in layers:
+        if layer.weights:
+            saved, layer.activation = layer.activation, tf.keras.activations.linear
+            spreads.append(float(tf.math.reduce_std(layer(h))))
+            layer.activation = saved
+        h = layer(h)
+    return spreads
+
+
+def test_unit_variance_init_gives_every_layer_unit_spread_and_keeps_the_directions():
+    factors = _factors()
+    tf.keras.utils.set_random_seed(0)
+    glorot = manipulation.manipulation_network(5, output_init_scale=0.1)
+    before = [w.numpy().copy() for w in glorot.weights]
+    shrinking = _pre_activation_spreads(glorot, factors)
+    assert len(shrinking) == 6 and shrinking[-1] < 0.1 * shrinking[1]   # the problem
+    assert len(manipulation.hidden_relu_layers(glorot)) == 5
+    scales = manipulation.unit_variance_init(glorot, factors)
+    assert len(scales) == 6 and scales[0] == pytest.approx(shrinking[0], rel=1e-5)
+    np.testing.assert_allclose(_pre_activation_spreads(glorot, factors), 1.0, rtol=1e-3)
+    # on other factors of the same distribution too
+    np.testing.assert_allclose(_pre_activation_spreads(glorot, _factors(seed=1)), 1.0,
+                               rtol=0.15)
+    after = [w.numpy() for w in glorot.weights]
+    kernels = [(a, b) for a, b in zip(before, after) if a.ndim > 1]
+    for a, b in kernels[:-1]:                       # scaled, not redrawn
+        ratio = b.ravel()[np.abs(a.ravel()) > 1e-6] / a.ravel()[np.abs(a.ravel()) > 1e-6]
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-4)
+    np.testing.assert_array_equal(kernels[-1][0], kernels[-1][1])   # output layer kept
+    with pytest.raises(ValueError, match="constant over the 4 factor vectors"):
+        manipulation.unit_variance_init(glorot, np.full((4, 5), 0.5, np.float32))
+
+
+def test_a_dead_layer_is_counted_and_stops_the_generation_after_patience():
+    game = _game()
+    batch = next(iter(_stream(0)))
+    alive = game.train_step(batch, tf.constant(0, tf.int64), tf.constant([0, 0], tf.int64))
+    assert int(alive["m_dead_layers"]) == 0
+    third = manipulation.hidden_relu_layers(game.manipulation)[3]
+    kernel, bias = third.get_weights()
+    third.set_weights([kernel, np.full_like(bias, -1e3)])      # no unit can fire
+    dead = game.train_step(batch, tf.constant(1, tf.int64), tf.constant([0, 1], tf.int64))
+    assert int(dead["m_dead_layers"]) == 1
+    m = np.asarray(game.manipulation(_factors(16)))
+    assert np.ptp(m, axis=0).max() == 0.0                      # one pattern for every w
+
+    check = manipulation.dead_manipulation_check(patience=3)
+    assert [check({"m_dead_layers": d}) for d in (1, 1, 0, 1, 1)] == [None] * 5
+    assert "m died: 2 hidden layer(s)" in check({"m_dead_layers": 2})
+    with pytest.raises(ValueError, match="patience"):
+        manipulation.dead_manipulation_check(0)
