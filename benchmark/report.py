@@ -711,7 +711,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
                                            "drop", "p_welch", "p_bh", "ci_low", "ci_high",
                                            "ci_method", "n_original", "n_other"])
     swept = sweeps(records)
-    lines = [f"# Report: {results_dir}", "", scale_line(table, groups), "",
+    lines = [f"# Report: {results_dir}", "", scale_line(table, groups, excluded), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
@@ -767,12 +767,15 @@ def _span(values) -> str:
     return f"{values[0]:,}" if len(values) == 1 else f"{values[0]:,}-{values[-1]:,}"
 
 
-def scale_line(table: pd.DataFrame, groups: dict) -> str:
+def scale_line(table: pd.DataFrame, groups: dict, excluded: dict | None = None) -> str:
     """The study's scale in one line: training steps and batch size per run, seeds per
-    group (a CPU-scale study reads differently from the papers' 300k steps)."""
+    group, over-pruned runs included (a CPU-scale study reads differently from the
+    papers' 300k steps). groups: {key: kept runs}; excluded: {key: over-pruned count}."""
     batch = table.get(results_lib.CONFIG + "run.batch_size", pd.Series(dtype=object))
     batch_text = _span(batch) if batch.notna().any() else "64 (default)"
-    seeds = [len(runs) for runs in groups.values()]
+    excluded = excluded or {}
+    seeds = [len(groups.get(key, [])) + excluded.get(key, 0)
+             for key in set(groups) | set(excluded)]
     return (f"**Scale:** {_span(table['steps'])} training steps per run at batch "
             f"{batch_text}; {_span(seeds)} seeds per group (model × dataset × variant × "
             "setting).")

@@ -253,3 +253,15 @@ def test_hypothesis_on_a_variant_run_at_one_non_default_strength(tmp_path):
     (row,) = report.hypothesis_rows(report.read_study(root),
                                     report.group(report.load_runs(root))[0])
     assert row["outcome"].startswith("not testable")        # two strengths: ambiguous
+
+
+def test_scale_line_counts_over_pruned_runs_as_seeds():
+    """A study whose modified arm is all over-pruned still ran 5 seeds there (the
+    shapes3d_contrast_cpu report said '3 seeds per group' for 5 + 5 + 5 runs)."""
+    import pandas as pd
+    table = pd.DataFrame({"steps": [2000] * 15})
+    original = ("beta_vae", "shapes3d", "original", "")
+    modified = ("beta_vae", "shapes3d", "modified", "")
+    line = report.scale_line(table, {original: [{}] * 3}, {original: 2, modified: 5})
+    assert "2,000 training steps" in line and "; 5 seeds per group" in line
+    assert "2-5 seeds" in report.scale_line(table, {original: [{}] * 2}, {modified: 5})
