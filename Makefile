@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: quickstart test install install-test clean
+.PHONY: quickstart test test-slow test-all install install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,14 @@ quickstart: install
 	$(PY) -m benchmark.report --results=runs/quickstart --verbosity=-1
 	@echo "Quickstart report: runs/quickstart/report/report.md"
 
+# The fast loop (tests marked slow left out), then the slow end-to-end tests; CI runs both.
 test: install-test
-	$(PY) -m pytest -n 2 -q tests
+	$(PY) -m pytest -n 2 -q -m "not slow" tests
+
+test-slow: install-test
+	$(PY) -m pytest -n 2 -q -m slow tests
+
+test-all: test test-slow
 
 clean:
 	rm -rf $(VENV) runs/quickstart .pytest_cache

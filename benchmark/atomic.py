@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import tempfile
 
 
@@ -55,3 +56,25 @@ def naming_error(error: OSError, path) -> OSError:
     inside numpy or h5py names no file): same errno, so the same OSError subclass."""
     message = f"writing {path} failed: {error.strerror or error}"
     return OSError(error.errno, message) if error.errno else OSError(message)
+
+
+def is_temporary_of(candidate: str, name: str) -> bool:
+    """Whether the file name `candidate` is one of `atomic_path`'s temporary names for a
+    file called `name`: `.<name>.` + tempfile's 8 random characters + an optional suffix
+    (`.results.json.k3j_x9a1.json`). A user's `.results.json.keep_me` is not one."""
+    return re.fullmatch(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}(\.[A-Za-z0-9]+)?",
+                        candidate) is not None
+
+
+def temporaries_of(path) -> list[pathlib.Path]:
+    """The temporary files `atomic_path` left beside `path` (a killed writer's)."""
+    path = pathlib.Path(path)
+    if not path.parent.is_dir():
+        return []
+    return sorted(p for p in path.parent.glob(f".{glob_escape(path.name)}.*")
+                  if is_temporary_of(p.name, path.name))
+
+
+def glob_escape(name: str) -> str:
+    """`name` with glob's special characters escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", name)

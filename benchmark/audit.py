@@ -41,11 +41,10 @@ import json
 import os
 import pathlib
 
-import gin
 import numpy as np
 from absl import app, flags
 
-from benchmark import report, stats, study
+from benchmark import config, report, stats, study
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import cli_main, user_errors
 
@@ -73,12 +72,28 @@ def define_flags() -> None:
 
 
 def reference_settings(reference_dir) -> dict:
-    """The reference study's settings (study.json), which fix the audit's scale."""
+    """The reference study's settings (study.json), which fix the audit's scale. study.json
+    is data: its types are checked and its bindings may import only the suite's packages
+    and include no file (config.check_untrusted_config), before anything runs."""
     path = pathlib.Path(reference_dir) / "study.json"
     if not path.is_file():
         raise FileNotFoundError(f"--reference: expected a study directory with study.json, "
                                 f"found none at {path}")
-    return json.loads(path.read_text())["settings"]
+    try:
+        settings = json.loads(path.read_text()).get("settings")
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f"{path}: expected a study's JSON object with 'settings', found "
+                         f"unreadable content ({error})") from None
+    expected = {"bindings": list, "datasets": list, "artefacts": dict}
+    if not isinstance(settings, dict) or any(
+            not isinstance(settings.get(k), kind) for k, kind in expected.items()):
+        raise ValueError(f"{path}: expected 'settings' with a list 'bindings', a list "
+                         f"'datasets' and an object 'artefacts', found {settings!r:.200}")
+    if not all(isinstance(b, str) for b in settings["bindings"]):
+        raise ValueError(f"{path}: expected settings.bindings to be gin binding strings")
+    config.check_untrusted_config("\n".join(settings["bindings"]),
+                                  f"{path} (settings.bindings)")
+    return settings
 
 
 def audit_settings(gin_file: str, name: str, seeds, reference: dict, output_dir: str
@@ -400,7 +415,7 @@ def main(argv):
     output_dir = FLAGS.output_dir or f"results/audit_{name}"
     # ValueError includes fingerprint.ConfigMismatch: the audit directory holds runs of
     # another configuration (benchmark/study.py); DirectoryLocked is a UserError
-    with user_errors(FileNotFoundError, ValueError, gin.config.ParseError):
+    with user_errors(FileNotFoundError, ValueError):
         seeds = [int(s) for s in FLAGS.seeds]
         if not (0 < FLAGS.alpha < 1 and FLAGS.margin_fraction > 0):
             raise ValueError(f"expected 0 < --alpha < 1 and --margin_fraction > 0, found "

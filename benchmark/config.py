@@ -5,9 +5,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import pathlib
+import tokenize
 
 import gin
 from absl import flags
+from gin import config_parser
+
+from benchmark.errors import UserError
 
 #: gin files named relative to this folder are found from any working directory
 GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
@@ -34,13 +38,16 @@ def _quiet_gin_lookups():
 
 def parse_config(gin_files, gin_bindings) -> None:
     """Parses gin files and bindings; an unknown or misspelt binding fails here, before any
-    work starts (a missing file too, with gin's error). The config stays unlocked so lazily
-    imported modules can still register."""
+    work starts (a missing file too, with gin's error), and so does text gin cannot parse
+    (ValueError naming gin's complaint; gin itself raises SyntaxError or tokenize's
+    TokenError). The config stays unlocked so lazily imported modules can still register."""
     gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
     try:
         with _quiet_gin_lookups():
             gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),
                                                 finalize_config=False)
+    except (SyntaxError, tokenize.TokenError) as error:
+        raise ValueError(f"gin cannot parse the configuration: {error}") from error
     except ModuleNotFoundError as error:
         raise ValueError(f"{error}\n(a gin `import` line names a module Python cannot find "
                          f"from {pathlib.Path.cwd()}: run the command from the directory "
@@ -59,3 +66,43 @@ def define_gin_flags(example_binding: str) -> None:
     flags.DEFINE_multi_string("gin_file", [], "Gin config files (searched also in "
                               "gin_configs/).")
     flags.DEFINE_multi_string("gin_bindings", [], f"Gin bindings, e.g. \"{example_binding}\".")
+
+
+#: packages a gin text read from a file the suite did not write (a reference run's
+#: results.json, a reference study's study.json) may import: a custom method registered in
+#: examples/ or a suite module; anything else would run a module named by a data file
+SUITE_PACKAGES = ("benchmark", "models", "perturbations", "examples")
+
+
+class UntrustedConfigError(UserError, ValueError):
+    """Gin text from a data file that would import a foreign module or include a file."""
+
+
+def check_untrusted_config(text, source: str) -> str:
+    """`text` if it is gin text whose `import` lines name only SUITE_PACKAGES and that has
+    no `include`; else UntrustedConfigError naming `source` and the offending line. Gin
+    would import any module an `import` line names (running its code) and read any file an
+    `include` names, so text read from results.json / study.json passes here first."""
+    if not isinstance(text, str):
+        raise UntrustedConfigError(f"{source}: expected the gin config as a string, found "
+                                   f"{type(text).__name__}")
+    try:
+        statements = list(config_parser.ConfigParser(
+            text, gin.config.ParserDelegate(skip_unknown=True)))
+    except (SyntaxError, ValueError, tokenize.TokenError) as error:
+        raise UntrustedConfigError(f"{source}: expected a parseable gin config, found: "
+                                   f"{error}") from error
+    for statement in statements:
+        line = getattr(statement, "location", None)
+        where = f"line {line.line_num if line else '?'}"
+        if isinstance(statement, config_parser.IncludeStatement):
+            raise UntrustedConfigError(
+                f"{source}: the gin config includes {statement.filename!r} ({where}); "
+                "gin text read from a data file must not include files")
+        if isinstance(statement, config_parser.ImportStatement):
+            if statement.module.split(".")[0] not in SUITE_PACKAGES:
+                raise UntrustedConfigError(
+                    f"{source}: the gin config imports {statement.module!r} ({where}); only "
+                    f"the suite's own packages {list(SUITE_PACKAGES)} may be imported from "
+                    "gin text read from a data file (importing runs the module's code)")
+    return text

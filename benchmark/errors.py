@@ -3,8 +3,9 @@ wrapper around every command's `main`.
 
 A `UserError` (a bad configuration or flag, a missing or malformed input file, an occupied
 or locked output directory, codes no metric can score) is printed as one message,
-`error: ...`, on stderr, and the command exits with status 2; anything else is a bug or an
-environment failure and shows its traceback. The user-facing exception classes of the
+`error: ...`, on stderr, and the command exits with status 2, and so is a write that failed
+for a full disk, a read-only file system or a forbidden path (`STORAGE_ERRNOS`); anything
+else is a bug or an environment failure and shows its traceback. The user-facing exception classes of the
 suite (RunError, ReportError, ConfigMismatch, DirectoryLocked, MetricInputError,
 DataFileError, ArtefactError, ...) derive from UserError; a command turns other exceptions
 it knows to be the user's (a gin parse error, say) into a UserError where it catches them.
@@ -15,17 +16,48 @@ This module imports nothing of the suite, so every layer may use it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import sys
 
 #: exit status of a command stopped by a UserError (absl's usage errors exit 1)
 USER_ERROR_EXIT = 2
+#: errno values of a failed write the user fixes: a full disk or quota, a read-only file
+#: system, a forbidden path (printed as one line, like a UserError)
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                            errno.EPERM})
 #: what gin appends to an exception raised inside a configurable: not for users
 _GIN_NOTE = "\n  In call to configurable"
 
 
 class UserError(Exception):
     """An error the user can fix; its message says what was expected and what was found."""
+
+
+class ConfigError(UserError, ValueError):
+    """A setting the suite cannot use: an unknown name (dataset, variant, method) or a value
+    out of its range (a negative β, eps outside (0, 1]). Raised where the setting is read,
+    so every command that reads it stops with one line."""
+
+
+def check_range(name: str, value, low: float | None = None, high: float | None = None,
+                low_open: bool = False) -> float:
+    """`value` as a float if it is a real number in [low, high] ((low, high] with
+    `low_open`); else ConfigError naming the setting, the range and what was found."""
+    import math
+    import numbers
+
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        bounds = (f"{'(' if low_open else '['}{'-inf' if low is None else low}, "
+                  f"{'inf' if high is None else high}]")
+        raise ConfigError(f"{name} must be a number in {bounds}, found {value!r}")
+    return float(value)
 
 
 def user_message(error: BaseException) -> str:
@@ -42,12 +74,29 @@ def cli_main(main):
         try:
             return main(argv)
         except UserError as error:
-            sys.stdout.flush()
-            print(f"error: {user_message(error)}", file=sys.stderr)
-            sys.exit(USER_ERROR_EXIT)
+            message = user_message(error)
+        except OSError as error:
+            if error.errno not in STORAGE_ERRNOS:
+                raise
+            message = storage_message(error)
+        sys.stdout.flush()
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(USER_ERROR_EXIT)
 
     wrapper.cli_error_policy = True
     return wrapper
+
+
+def storage_message(error: OSError) -> str:
+    """One line for a write that failed for want of space or permission, naming the path.
+    Nothing half-written is ever taken as final (files are renamed into place once
+    complete; a run resumes from its last complete checkpoint), so rerunning is safe."""
+    text = str(error.strerror or error) if error.filename is None else \
+        f"{error.strerror}: {error.filename}"
+    if error.filename is None and "failed:" in str(error):
+        text = str(error).split("] ", 1)[-1]        # atomic.naming_error: names the file
+    return (f"{text} (free space, or write somewhere writable; nothing partial was kept "
+            "as final, so the same command resumes once it can write)")
 
 
 def uses_cli_policy(main) -> bool:

@@ -6,20 +6,25 @@ includes flattened), canonicalised:
 - parsed with gin's own parser (comments, layout, order, `1` vs `1.0`, tuple vs list and
   dict key order do not matter; references stay `@name` / `@name()`, macros `%NAME`);
 - `import` lines dropped (they register code; the bindings say what is used);
-- `data.artefact` named by its path below the last `results/` folder (`artefact_key`), so
-  the published studies resume from a checkout anywhere;
+- the data named by content, not by path (`content_bindings`): `data.artefact` becomes the
+  SHA-256 of the artefact's metadata.json (which records its weights' SHA-256, checked
+  whenever the artefact loads), so another artefact under the same path is another
+  configuration and the same artefact under another path (a checkout elsewhere) is the
+  same one; an official data file the run would read (`data.source` 'file', or 'auto'
+  where one is found) adds `data.file_sha256`, its content hash;
 - bindings that change neither what is trained nor what is measured dropped
-  (`IGNORED`: how often to log or checkpoint; resume is exact whatever the period).
+  (`IGNORED`: how often to log or checkpoint; resume is exact whatever the period), and
+  settings bound to the default they had before they existed (`DEFAULTS`: run.threads).
 The fingerprint is the SHA-256 of the canonical bindings (JSON, sorted); the suite version
 is recorded beside it (`fingerprint.json`) but not hashed, so a version bump does not orphan
 finished runs. A directory written before fingerprints existed is identified from the
 `gin_config` text of its results.json (or its operative_config.gin), so published studies
-keep counting as finished when resumed with the same configuration.
+keep counting as finished when resumed with the same configuration; the content such a run
+read is unknown, so an artefact stays named by its path there (`artefact_key`) and never
+matches a content-named one: such a run is refused, not silently reused.
 
-`python -m benchmark.fingerprint` reads a JSON list of {name, gin_files, bindings} on stdin
-and prints {name: {fingerprint, bindings} | {error}}: the fingerprints a study's runs will
-have, parsed exactly as the runner parses them, in one process with the runner's
-configurables registered (studies compare these with what each run directory holds).
+The fingerprints a study's runs will have are computed by `python -m benchmark.identities`
+(which registers the runner's configurables; this module stays below the runner).
 """
 
 from __future__ import annotations
@@ -29,12 +34,12 @@ import importlib.metadata
 import json
 import math
 import pathlib
-import sys
 
 from gin import config_parser
 
 from benchmark.atomic import write_json
 from benchmark.errors import UserError
+from benchmark.machine import DEFAULT_THREADS
 
 FILE_NAME = "fingerprint.json"
 IGNORED = frozenset({"run.log_every", "run.checkpoint_every"})
@@ -93,6 +98,11 @@ def binding_statements(config_text: str):
         yield (f"{statement.scope}/{key}" if statement.scope else key), statement.value
 
 
+#: bindings dropped when they bind their default: the runs trained before the setting
+#: existed used that value and keep their fingerprints
+DEFAULTS = {"run.threads": DEFAULT_THREADS}
+
+
 def bindings_of(config_text: str) -> dict[str, str]:
     """{'scope/selector.param': canonical JSON value} of a gin config text; a macro
     definition is keyed by its name. Raises ValueError on text gin cannot parse."""
@@ -100,6 +110,8 @@ def bindings_of(config_text: str) -> dict[str, str]:
     for key, value in binding_statements(config_text):
         if key not in IGNORED:
             value = _canonical(value)
+            if key in DEFAULTS and value == DEFAULTS[key]:
+                continue
             if key.endswith("data.artefact") and isinstance(value, str):
                 value = artefact_key(value)
             bindings[key] = json.dumps(value, sort_keys=True)
@@ -122,9 +134,54 @@ def fingerprint_of(bindings: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(bindings, sort_keys=True).encode()).hexdigest()
 
 
-def identity(config_text: str) -> dict:
-    """{'fingerprint', 'bindings', 'suite_version'} of a gin config text."""
+#: the derived key of the official data file a run reads (its SHA-256)
+DATA_FILE_KEY = "data.file_sha256"
+
+
+def artefact_content(path: str) -> str:
+    """The canonical binding value of an artefact directory: the SHA-256 of its
+    metadata.json. ValueError naming the path when there is none."""
+    from benchmark.data.files import file_sha256
+
+    metadata = pathlib.Path(path) / "metadata.json"
+    if not metadata.is_file():
+        raise ValueError(f"data.artefact = {path!r}: expected a perturbation artefact "
+                         "directory with metadata.json (python -m perturbations.generate or "
+                         "perturbations.noise), found none")
+    return json.dumps({"metadata_sha256": file_sha256(metadata)})
+
+
+def content_bindings(config_text: str, bindings: dict[str, str]) -> dict[str, str]:
+    """`bindings` with the data named by content: every `data.artefact` path replaced by
+    `artefact_content`, and `DATA_FILE_KEY` added when `data.source` / `data.data_dir` /
+    `data.name` (unscoped, literal values) make the run read an official file."""
+    from benchmark.data import data_file
+    from benchmark.data.files import cached_file_sha256
+
+    out = dict(bindings)
+    data = {}
+    for key, value in binding_statements(config_text):
+        if key.endswith("data.artefact") and isinstance(value, str):
+            out[key] = artefact_content(value)
+        if key in ("data.name", "data.source", "data.data_dir"):
+            data[key.split(".")[1]] = value
+    try:
+        path = data_file(data.get("name", "dsprites"), data.get("source", "auto"),
+                         data.get("data_dir"))
+    except (TypeError, ValueError, FileNotFoundError):
+        path = None                   # the run itself fails with the loader's message
+    if path is not None:
+        out[DATA_FILE_KEY] = json.dumps(cached_file_sha256(path))
+    return out
+
+
+def identity(config_text: str, contents: bool = True) -> dict:
+    """{'fingerprint', 'bindings', 'suite_version'} of a gin config text; with `contents`
+    (a run about to train), the data named by content (`content_bindings`); without (the
+    text of a run written before fingerprint.json), as the text names it."""
     bindings = bindings_of(config_text)
+    if contents:
+        bindings = content_bindings(config_text, bindings)
     return {"fingerprint": fingerprint_of(bindings), "bindings": bindings,
             "suite_version": suite_version()}
 
@@ -154,10 +211,10 @@ def recorded(run_dir) -> dict | None:
             text = json.loads(path.read_text()).get("gin_config")
             if not isinstance(text, str):
                 raise ValueError("expected a 'gin_config' text")
-            return identity(text)
+            return identity(text, contents=False)
         path = run_dir / "operative_config.gin"
         if path.is_file():
-            return identity(path.read_text())
+            return identity(path.read_text(), contents=False)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: cannot read the run's configuration ({error})") from None
     return None
@@ -180,33 +237,3 @@ def mismatch_message(run_dir, held: dict, wanted: dict, choices: str) -> str:
 def short(ident: dict) -> str:
     """8 hex digits of a fingerprint: the suffix of default run directory names."""
     return ident["fingerprint"][:8]
-
-
-def spec_identities(specs: list[dict]) -> dict[str, dict]:
-    """{name: identity | {'error': text}} of run specs ({name, gin_files, bindings}), each
-    parsed as the runner parses it. Needs the runner's configurables: call it in a process
-    of its own (`python -m benchmark.fingerprint`), as gin's state is global."""
-    import gin
-
-    from benchmark import config
-    import benchmark.run  # noqa: F401  (registers run.*, models, data, metrics)
-    out = {}
-    for spec in specs:
-        gin.clear_config()
-        try:
-            config.parse_config(spec["gin_files"], spec["bindings"])
-            out[spec["name"]] = identity(gin.config_str())
-        except Exception as error:  # noqa: BLE001  (reported per run, the run will fail)
-            out[spec["name"]] = {"error": f"{type(error).__name__}: {error}"}
-    gin.clear_config()
-    return out
-
-
-def main() -> None:
-    specs = json.load(sys.stdin)
-    identities = spec_identities(specs)
-    print(json.dumps(identities))       # the last line of stdout: read by benchmark.study
-
-
-if __name__ == "__main__":
-    main()

@@ -27,6 +27,8 @@ import time
 from benchmark.errors import UserError
 
 LOCK_NAME = ".lock"
+#: the words of DirectoryLocked's message that tell another process's refusal apart
+LOCKED_MARK = "is being written by another process"
 
 
 class DirectoryLocked(UserError, RuntimeError):
@@ -42,22 +44,42 @@ def _holder(lock_path: pathlib.Path) -> str:
         return "a process that has not yet recorded itself"
 
 
+def is_locked(directory, name: str = LOCK_NAME) -> str | None:
+    """The holder of `<directory>/<name>` (as DirectoryLocked would name it) while a live
+    process holds it; None when nobody does (or there is no such directory)."""
+    path = pathlib.Path(directory) / name
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    finally:
+        os.close(fd)                   # closing releases a shared lock we took
+    return None
+
+
 @contextlib.contextmanager
-def directory_lock(directory, what: str = ""):
-    """Holds `<directory>/.lock` exclusively for the block (creating the directory).
+def directory_lock(directory, what: str = "", name: str = LOCK_NAME):
+    """Holds `<directory>/<name>` exclusively for the block (creating the directory).
 
     what: the writer's name for the record (default: this process's command line).
+    name: the lock file's name (default `.lock`: one writer per directory; a writer of one
+      file in a shared directory locks `.<file>.lock`).
     Raises DirectoryLocked, naming the holder, if another process holds it."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / LOCK_NAME
+    path = directory / name
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise DirectoryLocked(
-                f"{directory} is being written by another process ({_holder(path)}); "
+                f"{directory if name == LOCK_NAME else path} {LOCKED_MARK} "
+                f"({_holder(path)}); "
                 f"wait for it to finish or stop it, or write to another directory") from None
         record = {"pid": os.getpid(), "host": socket.gethostname(),
                   "since": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -9,6 +9,11 @@ import os
 import platform
 import time
 
+#: TensorFlow's intra-op and inter-op thread counts of a run unless run.threads says
+#: otherwise: what TensorFlow chose by itself on the 2-core machine that trained the
+#: published runs, so they keep their numbers
+DEFAULT_THREADS = 2
+
 #: vector extensions that change deep-learning speed on x86 CPUs, as /proc/cpuinfo names them
 VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
 
@@ -32,6 +37,24 @@ def cpu_description() -> dict:
     return {"model": model, "cores": os.cpu_count(),
             "vector_flags": [f for f in VECTOR_FLAGS if f in flags],
             "threads": {k: v for k, v in threads.items() if v is not None}}
+
+
+def pin_threads(threads: int) -> int:
+    """Fixes TensorFlow's intra-op and inter-op thread pools at `threads` each, whatever the
+    machine's cores or this process's CPU affinity: float reductions split over another
+    number of threads round differently, so the thread count is part of what a run
+    computes. Returns the count in effect: `threads`, or, in a process whose TensorFlow
+    runtime already started with other pools (an in-process caller), the count it has
+    (0: TensorFlow's default, one thread per core), which the caller reports."""
+    import tensorflow as tf
+
+    threading = tf.config.threading
+    try:
+        threading.set_intra_op_parallelism_threads(threads)
+        threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:           # "cannot be modified after initialization"
+        return threading.get_intra_op_parallelism_threads()
+    return threads
 
 
 def _busy_and_total_jiffies() -> tuple[int, int] | None:

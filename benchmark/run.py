@@ -44,18 +44,19 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from benchmark import config, figures
+from benchmark import config, figures, machine
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import metrics as metrics_lib
 from benchmark import results as results_lib
 from benchmark import train as train_lib
-from benchmark.atomic import atomic_path, write_json
+from benchmark.atomic import atomic_path, temporaries_of, write_json
 from benchmark.data import load_data, pipeline
 from benchmark.errors import UserError, cli_main, user_errors
-from benchmark.lock import directory_lock
+from benchmark.lock import LOCK_NAME, directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
 from models.configurables import configured_model
+from perturbations.artefact import load_variant
 
 SCHEMA_VERSION = results_lib.SCHEMA_VERSION
 
@@ -88,9 +89,15 @@ class RunInterrupted(Exception):
     """Ctrl-C: the message names the last checkpoint."""
 
 
-def _count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise RunError(f"run.{name} must be an integer >= {minimum}, found {value!r}")
+#: the most steps a run may ask for (the papers train 300k; 10^8 would take years here)
+MAX_STEPS = 10**8
+
+
+def _count(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum
+            or (maximum is not None and value > maximum)):
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise RunError(f"run.{name} must be an integer {bound}, found {value!r}")
     return int(value)
 
 
@@ -101,7 +108,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  log_every: int = 100, jit_compile: bool = False,
                  pair_rate: float = 6.0, health_points: int = 1000,
                  figures: bool = True, precision: str = "float32",
-                 shared_eval_sample: bool = True) -> dict:
+                 shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -113,13 +120,19 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     shared_eval_sample: the metrics (and eval_codes.npz) read their rows of one sample,
       encoded once (benchmark/metrics/__init__.py); False gives each metric its own sample,
       as before 2026-11-24 (the same numbers as then).
+    threads: TensorFlow's intra-op and inter-op thread counts, fixed whatever the machine
+      or CPU quota, so the same configuration trains the same weights under any affinity
+      (float sums split over another number of threads round differently). The default, 2,
+      is what TensorFlow chose on the 2-core machine the published runs were trained on
+      (benchmark/machine.py); another count is another configuration (fingerprint).
     Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
         raise RunError(f"run.precision must be 'float32' or 'mixed_bfloat16', found "
                        f"{precision!r}")
     seed = _count("seed", seed, 0)
-    steps = _count("steps", steps, 1)
+    steps = _count("steps", steps, 1, MAX_STEPS)
+    threads = _count("threads", threads, 1, 1024)
     batch_size = _count("batch_size", batch_size, 1)
     checkpoint_every = _count("checkpoint_every", checkpoint_every, 1)
     log_every = _count("log_every", log_every, 1)
@@ -142,7 +155,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
                 health_points=health_points, figures=figures, precision=precision,
-                shared_eval_sample=shared_eval_sample)
+                shared_eval_sample=shared_eval_sample, threads=threads)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -204,10 +217,51 @@ def _claim(output_dir: pathlib.Path, *names: str) -> None:
         write_json(path, sorted(set(listed) | set(names)))
 
 
+#: the files TensorFlow writes into the run's directories (checkpoints: its Checkpoint-
+#: Manager's; tb: the summary writer's): what --overwrite removes from them, nothing else
+WRITTEN_INSIDE = {"checkpoints": ("checkpoint", "ckpt-*.index", "ckpt-*.data-*",
+                                  "ckpt-*_temp*", "checkpoint.tmp*"),
+                  "tb": ("events.out.tfevents.*",)}
+#: the files that make a directory a run's (with MANIFEST): without one of them, a
+#: directory is not the suite's to clean
+RUN_RECORDS = (fingerprint_lib.FILE_NAME, "operative_config.gin", "results.json")
+
+
+def _remove_tree(path: pathlib.Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _remove_written(directory: pathlib.Path, patterns) -> list[pathlib.Path]:
+    """Removes the entries of `directory` matching `patterns` (the suite's own writers'),
+    then the directory if nothing else is left; returns what was kept."""
+    for pattern in patterns:
+        for path in directory.glob(pattern):
+            _remove_tree(path)
+    kept = sorted(directory.iterdir())
+    if not kept:
+        directory.rmdir()
+    return kept
+
+
 def _remove_outputs(output_dir: pathlib.Path) -> list[str]:
     """Removes what the previous run wrote: the names its manifest lists (a directory
-    written before manifests: the runner's fixed OUTPUTS); never other files."""
+    written before manifests: the runner's fixed OUTPUTS), and inside checkpoints/ and tb/
+    only the files TensorFlow wrote there (WRITTEN_INSIDE). Anything else stays and is
+    named in the log. A directory with files but no run record is refused (RunError):
+    nothing there is known to be the suite's."""
     path = output_dir / MANIFEST
+    if not path.is_file():
+        foreign = [p.name for p in sorted(output_dir.iterdir()) if p.name != LOCK_NAME] \
+            if output_dir.is_dir() else []
+        if foreign and not any((output_dir / name).is_file() for name in RUN_RECORDS):
+            raise RunError(f"{output_dir} holds {', '.join(foreign[:5])}"
+                           f"{' ...' if len(foreign) > 5 else ''} but no run record "
+                           f"({', '.join(RUN_RECORDS)}); --overwrite removes only what a run "
+                           "wrote, so nothing there was removed: give another --output_dir, "
+                           "or move those files away")
     try:
         listed = json.loads(path.read_text()) if path.is_file() else list(OUTPUTS)
     except ValueError as error:
@@ -215,36 +269,37 @@ def _remove_outputs(output_dir: pathlib.Path) -> list[str]:
                        f"JSON ({error}); remove the run's files by hand") from None
     if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
         raise RunError(f"{path}: expected a JSON list of file names, found {listed!r}")
-    removed = []
+    removed, kept = [], []
     for name in listed:
         target = output_dir / name
         if pathlib.Path(name).name != name or name in ("", ".", ".."):
             raise RunError(f"{path}: expected plain file names, found {name!r}")
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
+        if name in WRITTEN_INSIDE and target.is_dir() and not target.is_symlink():
+            kept += [str(p.relative_to(output_dir))
+                     for p in _remove_written(target, WRITTEN_INSIDE[name])]
+        elif target.is_file() or target.is_symlink():
             target.unlink()
         else:
             continue
         removed.append(name)
     path.unlink(missing_ok=True)
+    if kept:
+        logging.warning("--overwrite kept files the suite did not write: %s", ", ".join(kept))
     return removed
 
 
 def clean_temporaries(output_dir: pathlib.Path) -> list[pathlib.Path]:
-    """Removes temporary files a killed run left: atomic writes' `.<output>.*` and
-    TensorFlow's `checkpoints/ckpt-N_temp/` and `checkpoints/checkpoint.tmp*`. Call only
-    while holding the directory's lock (then no writer is using them)."""
-    found = [p for name in (*OUTPUTS, MANIFEST) for p in output_dir.glob(f".{name}.*")]
+    """Removes temporary files a killed run left: atomic writes' `.<output>.<8 random
+    characters>[.suffix]` (atomic.is_temporary_of) and TensorFlow's
+    `checkpoints/ckpt-N_temp/` and `checkpoints/checkpoint.tmp*`. Call only while holding
+    the directory's lock (then no writer is using them)."""
+    found = [p for name in (*OUTPUTS, MANIFEST) for p in temporaries_of(output_dir / name)]
     checkpoints = output_dir / "checkpoints"
     if checkpoints.is_dir():
         found += [*checkpoints.glob("*_temp"), *checkpoints.glob("*_temp_*"),
                   *checkpoints.glob("checkpoint.tmp*")]
     for path in found:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
+        _remove_tree(path)
     if found:
         logging.info("removed %d temporary files of an interrupted run: %s", len(found),
                      ", ".join(p.name for p in found))
@@ -267,10 +322,12 @@ def prepare_directory(output_dir: pathlib.Path, ident: dict, overwrite: bool) ->
             raise fingerprint_lib.ConfigMismatch(fingerprint_lib.mismatch_message(
                 output_dir, held, ident, "Use --overwrite to replace that run (only the "
                 "files it wrote are removed), or give another --output_dir."))
-        if held is None and (output_dir / "checkpoints").exists():
-            raise RunError(f"{output_dir} has checkpoints/ but no record of their "
-                           "configuration (fingerprint.json, operative_config.gin); use "
-                           "--overwrite to train from scratch, or another --output_dir")
+        present = [name for name in OUTPUTS if (output_dir / name).exists()]
+        if held is None and present:
+            raise RunError(f"{output_dir} has {', '.join(present)} but no record of their "
+                           "configuration (fingerprint.json, operative_config.gin); give "
+                           "another --output_dir (--overwrite replaces only a run's own "
+                           "files)")
         if (output_dir / "results.json").exists():
             logging.info("%s is complete (results.json exists, same configuration); use "
                          "--overwrite to retrain", output_dir)
@@ -294,30 +351,41 @@ def default_output_dir(model_name: str, described: dict, seed: int, ident: dict
 def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Path:
     """Trains and evaluates the parsed configuration; returns the run directory.
 
-    Raises RunError / ConfigMismatch / DirectoryLocked (clear messages, before training)
-    and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
+    Every setting is checked before the run directory is touched, and the directory's lock
+    is taken before any data is loaded or model built (a second writer is refused at
+    once); a finished run of this configuration returns without loading anything. Raises
+    RunError / ConfigError / ConfigMismatch / DirectoryLocked (clear messages, before
+    training) and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
     settings = run_settings()
+    threads = machine.pin_threads(settings["threads"])
+    if threads != settings["threads"]:
+        logging.warning("run.threads = %d, but TensorFlow already runs in this process with "
+                        "%s threads: the run is not pinned (start it as its own process, "
+                        "python -m benchmark.run, to pin it)", settings["threads"],
+                        threads or "its default")
     try:        # metric settings are checked before any data is loaded or step trained
         metrics_lib.resolve_settings(settings["metrics"], settings["seed"])
     except ValueError as error:
         raise RunError(f"metric settings: {error}") from None
-    ident = fingerprint_lib.identity(gin.config_str())
-    keras.utils.set_random_seed(settings["seed"])    # Python, numpy, TF, Keras
-    data = load_data()
-    keras.mixed_precision.set_global_policy(settings["precision"])
-    # Seeded again right here: initial weights depend on the seed alone, not on how much
-    # randomness loading the data used.
-    keras.utils.set_random_seed(settings["seed"])
-    model = configured_model(data.observation_shape)
-    described = data.describe()
-    if output_dir is None:
-        output_dir = default_output_dir(model.name, described, settings["seed"], ident)
+    try:
+        ident = fingerprint_lib.identity(gin.config_str())
+    except ValueError as error:         # an artefact that is not there
+        raise RunError(str(error)) from None
+    built = None
+    if output_dir is None:              # the default name needs the model's and data's names
+        built = _build(settings)
+        output_dir = default_output_dir(built[1].name, built[0].describe(),
+                                        settings["seed"], ident)
     output_dir = pathlib.Path(output_dir)
     with directory_lock(output_dir, "benchmark.run"):
-        if prepare_directory(output_dir, ident, overwrite):
+        if not overwrite and prepare_directory(output_dir, ident, overwrite=False):
             return output_dir
+        data, model = built or _build(settings)     # every setting checked ...
+        if overwrite:                               # ... before anything is removed
+            prepare_directory(output_dir, ident, overwrite=True)
         try:
-            return _train_and_evaluate(model, data, described, settings, ident, output_dir)
+            return _train_and_evaluate(model, data, data.describe(), settings, ident,
+                                       output_dir)
         except KeyboardInterrupt:
             latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
             raise RunInterrupted(
@@ -325,12 +393,25 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
                 "command to resume from it") from None
 
 
+def _build(settings: dict) -> tuple:
+    """(data, model) of the parsed configuration, seeded from run.seed."""
+    keras.utils.set_random_seed(settings["seed"])    # Python, numpy, TF, Keras
+    data = load_data(artefact_loader=load_variant)
+    keras.mixed_precision.set_global_policy(settings["precision"])
+    # Seeded again right here: initial weights depend on the seed alone, not on how much
+    # randomness loading the data used.
+    keras.utils.set_random_seed(settings["seed"])
+    return data, configured_model(data.observation_shape)
+
+
 def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
                         output_dir: pathlib.Path) -> pathlib.Path:
     _claim(output_dir, "operative_config.gin", fingerprint_lib.FILE_NAME)
+    # the identity first: a run killed between the two is still known by its content
+    # (an operative_config.gin alone names an artefact by path: fingerprint.recorded)
+    fingerprint_lib.record(output_dir, ident)
     with atomic_path(output_dir / "operative_config.gin", ".gin") as tmp:
         tmp.write_text(gin.config_str())
-    fingerprint_lib.record(output_dir, ident)
 
     health_rng = np.random.default_rng([settings["seed"], 2])
     health_images = data.observations_from_factors(

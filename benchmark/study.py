@@ -26,10 +26,8 @@ import dataclasses
 import json
 import os
 import pathlib
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 import gin
@@ -41,8 +39,9 @@ from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import write_json
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
-from benchmark.errors import cli_main, user_errors
-from benchmark.lock import directory_lock
+from benchmark.errors import USER_ERROR_EXIT, ConfigError, cli_main, user_errors
+from benchmark.lock import LOCKED_MARK, directory_lock, is_locked
+from benchmark.processes import _STOPPING, run_command, run_one, stop_runs
 
 FLAGS = flags.FLAGS
 
@@ -162,53 +161,6 @@ def expand(settings: dict) -> list[RunSpec]:
     return sorted(specs, key=lambda spec: seed_rank[spec.bindings[-1]])
 
 
-#: runner processes started by `run_one` in this process and not yet ended
-_LIVE_RUNS: set = set()
-_LIVE_LOCK = threading.Lock()
-#: set by `stop_runs`: `run_one` starts no new process until `run_local` clears it
-_STOPPING = threading.Event()
-#: seconds an interrupted run gets to write its checkpoint and exit before it is killed
-STOP_GRACE_SECONDS = 30.0
-
-
-def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
-    """Runs one runner command; (exit code, tail of its stderr). The process is known to
-    `stop_runs` until it ends, so an interrupted study can stop it."""
-    with _LIVE_LOCK:                  # a worker may pick up a run while the study stops
-        if _STOPPING.is_set():
-            return 130, "not started: the study was interrupted"
-        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True,
-                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-        _LIVE_RUNS.add(process)
-    try:
-        _, stderr = process.communicate()
-    finally:
-        with _LIVE_LOCK:
-            _LIVE_RUNS.discard(process)
-    return process.returncode, stderr[-4000:]
-
-
-def stop_runs(grace: float = STOP_GRACE_SECONDS) -> int:
-    """Sends SIGINT to every live run of `run_one` (a run keeps its last checkpoint and
-    exits 130), waits up to `grace` seconds in all, then kills the ones left; returns how
-    many were stopped. A study interrupted while its runs ran in worker threads (or with
-    SIGINT sent to the study alone) would otherwise leave them running."""
-    with _LIVE_LOCK:
-        _STOPPING.set()
-        live = [p for p in _LIVE_RUNS if p.poll() is None]
-    for process in live:
-        process.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + grace
-    for process in live:
-        try:
-            process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return len(live)
-
-
 def run_local(commands: dict, workers: int, record) -> None:
     """Runs {name: command} on `workers` threads, calling record(name, exit code, stderr
     tail) as each ends. On KeyboardInterrupt the runs not started are cancelled and the
@@ -269,12 +221,12 @@ def _merge_study_json(path: pathlib.Path, settings: dict, specs: list) -> None:
 
 def expected_identities(specs: list) -> dict:
     """{name: identity | {'error'}} of the specs, parsed as the runner will parse them (in
-    a process of its own: `python -m benchmark.fingerprint`)."""
+    a process of its own: `python -m benchmark.identities`)."""
     if not specs:
         return {}
     payload = json.dumps([{"name": s.name, "gin_files": list(s.gin_files),
                            "bindings": list(s.bindings)} for s in specs])
-    result = subprocess.run([sys.executable, "-m", "benchmark.fingerprint"], input=payload,
+    result = subprocess.run([sys.executable, "-m", "benchmark.identities"], input=payload,
                             capture_output=True, text=True, cwd=os.getcwd(),
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     lines = result.stdout.strip().splitlines()
@@ -284,9 +236,12 @@ def expected_identities(specs: list) -> dict:
     return json.loads(lines[-1])
 
 
-def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict]:
-    """(names of finished runs, {name: why it is another configuration}) of the specs whose
-    run directory exists: finished = results.json and the fingerprint the spec asks for."""
+def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict, dict]:
+    """(names of finished runs, {name: why it is another configuration}, {name: why it
+    cannot be configured}) of the specs: finished = results.json and the fingerprint the
+    spec asks for; another configuration = a run directory holding another fingerprint;
+    unconfigurable = a spec the runner could not parse (a missing gin file, a misspelt
+    binding, a missing artefact)."""
     held = {}
     changed = {}
     for s in specs:
@@ -298,18 +253,20 @@ def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict]:
             continue
         if ident is not None:
             held[s.name] = ident
-    expected = expected_identities([s for s in specs if s.name in held])
+    expected = expected_identities(specs)
+    unconfigurable = {s.name: expected[s.name]["error"] for s in specs
+                      if "error" in expected.get(s.name, {})}
     done = set()
     for name, ident in held.items():
         wanted = expected.get(name, {})
         if "fingerprint" not in wanted:
-            continue            # the spec does not parse: the run fails with the reason
+            continue
         if ident["fingerprint"] != wanted["fingerprint"]:
             changed[name] = fingerprint_lib.mismatch_message(out / "runs" / name, ident,
                                                              wanted, "")
         elif (out / "runs" / name / "results.json").exists():
             done.add(name)
-    return done, changed
+    return done, changed, unconfigurable
 
 
 def progress_line(done: int, total: int, elapsed: float) -> str:
@@ -344,7 +301,16 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
              address: str | None, retry_failed: bool, dry_run: bool) -> dict:
     failed_path = out / "failed.json"
     failed = _read_failed(failed_path)
-    done, changed = run_states(out, specs)
+    done, changed, unconfigurable = run_states(out, specs)
+    if unconfigurable and not dry_run:
+        first = sorted(unconfigurable)[0]
+        reason = " / ".join(line.strip() for line in unconfigurable[first].splitlines()
+                            if line.strip())
+        raise ConfigError(
+            f"study {settings['name']}: run {first} cannot be configured, so no run was "
+            f"started: {reason}"
+            + (f" (and {len(unconfigurable) - 1} more runs of the grid)"
+               if len(unconfigurable) > 1 else ""))
     if changed and not dry_run:
         raise fingerprint_lib.ConfigMismatch(
             f"study {settings['name']}: these run directories in {out / 'runs'} hold "
@@ -352,22 +318,33 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
             "settings or gin files changed):\n  " + "\n  ".join(changed[n] for n in sorted(changed))
             + "\nUse another study.output_dir for the new settings, or remove those run "
             "directories to retrain them.")
+    # a run directory another live process writes (a runner left by an earlier invocation
+    # of this study, say) is busy: neither started again nor counted as failed
+    busy = {s.name: holder for s in specs if s.name not in done
+            for holder in [is_locked(out / "runs" / s.name)] if holder}
     todo = [s for s in specs if s.name not in done and s.name not in changed
-            and (retry_failed or s.name not in failed)]
+            and s.name not in busy and (retry_failed or s.name not in failed)]
     skipped = [s.name for s in specs if s.name not in done and s.name not in changed
-               and s not in todo]
-    logging.info("study %s: %d runs, %d finished, %d to run, %d failed before (skipped)",
-                 settings["name"], len(specs), len(done), len(todo), len(skipped))
+               and s.name not in busy and s not in todo]
+    logging.info("study %s: %d runs, %d finished, %d to run, %d failed before (skipped), "
+                 "%d busy", settings["name"], len(specs), len(done), len(todo),
+                 len(skipped), len(busy))
+    for name, holder in sorted(busy.items()):
+        logging.warning("run %s is busy, not started: its directory is held by %s", name,
+                        holder)
     if dry_run:
         for s in specs:
             state = ("finished" if s.name in done else "changed" if s.name in changed
-                     else "failed" if s.name in failed else "to run")
+                     else "bad config" if s.name in unconfigurable
+                     else "busy" if s.name in busy else "failed" if s.name in failed
+                     else "to run")
             print(f"{state:9s} {s.name}")
         return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
-                "skipped": skipped, "changed": sorted(changed)}
+                "skipped": skipped, "changed": sorted(changed), "busy": sorted(busy),
+                "unconfigurable": unconfigurable}
     _merge_study_json(out / "study.json", settings, specs)
     commands = {s.name: s.command(out.resolve()) for s in todo}
-    ran, now_failed = [], []
+    ran, now_failed, ended = [], [], []
     started = time.time()
     bar = progress_bar(len(commands))
 
@@ -376,6 +353,9 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         if code == 0:
             ran.append(name)
             current.pop(name, None)
+        elif code == USER_ERROR_EXIT and LOCKED_MARK in stderr:
+            busy[name] = stderr.strip().splitlines()[-1]   # taken since the check above
+            logging.warning("run %s is busy: %s", name, busy[name])
         else:
             now_failed.append(name)
             current[name] = {"exit_code": code, "stderr_tail": stderr,
@@ -383,9 +363,10 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
             logging.error("run %s failed (exit %d):\n%s", name, code, stderr[-1500:])
         write_json(failed_path, current)
         bar.update(1)
-        logging.info("%s %s; %s", name, "finished" if code == 0 else "FAILED",
-                     progress_line(len(ran) + len(now_failed), len(commands),
-                                   time.time() - started))
+        ended.append(name)
+        logging.info("%s %s; %s", name, "finished" if code == 0 else "busy"
+                     if name in busy else "FAILED",
+                     progress_line(len(ended), len(commands), time.time() - started))
 
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):
@@ -395,7 +376,8 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     bar.close()
     write_sample_grids(settings, out / "samples")
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
-            "failed": sorted(now_failed), "skipped": skipped, "changed": []}
+            "failed": sorted(now_failed), "skipped": skipped, "changed": [],
+            "busy": sorted(busy)}
 
 
 def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
@@ -460,7 +442,7 @@ def _ray_map(commands: dict, address: str | None):
             raise RuntimeError(f"the local Ray instance came up on {node_ip}, expected "
                                f"127.0.0.1 ({refusal}); it was shut down")
     try:
-        remote = ray.remote(num_cpus=1)(run_one)
+        remote = ray.remote(num_cpus=1)(run_command)
         refs = {remote.remote(cmd, os.getcwd()): name for name, cmd in commands.items()}
         pending = list(refs)
         while pending:
@@ -489,7 +471,8 @@ def main(argv):
         sys.exit(130)
     print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
           f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
-          f"before: {settings['output_dir']}")
+          f"before, {len(summary['busy'])} busy (written by another process): "
+          f"{settings['output_dir']}")
     if summary["failed"]:
         sys.exit(1)
 

@@ -20,6 +20,8 @@ FactorVAE's discriminator, fit the same loop). The loop:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import pathlib
@@ -31,6 +33,27 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
+
+
+#: TensorFlow's words for the storage failures a user fixes, and the errno they stand for
+_STORAGE_FAILURES = {"No space left on device": errno.ENOSPC,
+                     "Disk quota exceeded": errno.EDQUOT,
+                     "Read-only file system": errno.EROFS,
+                     "Permission denied": errno.EACCES}
+
+
+@contextlib.contextmanager
+def storage_errors(path):
+    """Within the block, a TensorFlow write failure for a full disk, a read-only file system
+    or a forbidden path (a tf.errors.OpError naming no file) is raised as the OSError it
+    stands for, naming `path`, so that commands report it as one line."""
+    try:
+        yield
+    except tf.errors.OpError as error:
+        for words, number in _STORAGE_FAILURES.items():
+            if words in str(error.message):
+                raise OSError(number, f"writing {path} failed: {words}") from error
+        raise
 
 
 class TrainingDiverged(RuntimeError):
@@ -83,7 +106,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
         checkpoint.read(manager.latest_checkpoint).expect_partial()
         logging.info("resuming from %s at step %d", manager.latest_checkpoint, int(step))
     resumed_from = int(step)
-    writer = tf.summary.create_file_writer(str(workdir / "tb"))
+    with storage_errors(workdir / "tb"):
+        writer = tf.summary.create_file_writer(str(workdir / "tb"))
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def train_step(batch, step_value):
@@ -133,7 +157,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                                  "  ".join(f"{k}={v:.4g}" for k, v in terms.items()), rate)
             if (current + 1) % checkpoint_every == 0 or current + 1 == num_steps:
                 saved_terms.assign(json.dumps(terms))
-                manager.save(checkpoint_number=current + 1)
+                with storage_errors(workdir / "checkpoints"):
+                    manager.save(checkpoint_number=current + 1)
                 if image_summary is not None:
                     with writer.as_default(step=current + 1):
                         tf.summary.image("reconstructions", image_summary()[None])
@@ -143,7 +168,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
         # (where it can block shutdown).
         del iterator
         bar.close()
-    writer.flush()
+    with storage_errors(workdir / "tb"):
+        writer.flush()
     return {"steps": int(step), "resumed_from": resumed_from,
             "seconds": time.perf_counter() - start, "final_terms": terms}
 

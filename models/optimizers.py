@@ -11,11 +11,22 @@ from __future__ import annotations
 
 import keras
 
+from benchmark.errors import check_range
+
+
+def _check_adam(name: str, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-7) -> None:
+    """ConfigError unless learning_rate > 0, beta_1 and beta_2 in [0, 1], epsilon > 0."""
+    check_range(f"{name}.learning_rate", learning_rate, 0.0, low_open=True)
+    check_range(f"{name}.beta_1", beta_1, 0.0, 1.0)
+    check_range(f"{name}.beta_2", beta_2, 0.0, 1.0)
+    check_range(f"{name}.epsilon", epsilon, 0.0, low_open=True)
+
 
 def dlib_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
               epsilon: float = 1e-8) -> keras.optimizers.Optimizer:
     """disentanglement_lib's optimiser (REFERENCE.md, Methods): the β-VAE family, FactorVAE's
     VAE, SlowVAE, PCL."""
+    _check_adam("adam", learning_rate, beta_1, beta_2, epsilon)
     return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
 
 
@@ -23,6 +34,7 @@ def factor_vae_discriminator_adam(learning_rate: float = 1e-4, beta_1: float = 0
                                   beta_2: float = 0.9, epsilon: float = 1e-7
                                   ) -> keras.optimizers.Optimizer:
     """FactorVAE's discriminator (disentanglement_lib: Adam lr 1e-4, beta1 0.5, beta2 0.9)."""
+    _check_adam("factor_vae_discriminator_adam", learning_rate, beta_1, beta_2, epsilon)
     return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
 
 
@@ -31,6 +43,8 @@ def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: flo
                    ) -> keras.optimizers.Optimizer:
     """AdamW of paper 001 Table 9 (QLAE, QLVAE, VQ-VAE, BioAE): weight decay 0.1, its tuned
     QLAE value on Table 11's grid; gradient clipping 1.0 (REFERENCE.md)."""
+    _check_adam("adamw", learning_rate, beta_1, beta_2)
+    check_range("adamw.weight_decay", weight_decay, 0.0)
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
                                   beta_2=beta_2, clipnorm=clipnorm)
 
@@ -39,6 +53,8 @@ def tripod_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float
                  weight_decay: float = 1e-4) -> keras.optimizers.Optimizer:
     """Paper 000 Table 4: AdamW(1e-3, 0.9, 0.99); the paper gives no weight decay, 1e-4 is
     optax's adamw default (the authors' code is JAX)."""
+    _check_adam("tripod_adamw", learning_rate, beta_1, beta_2)
+    check_range("tripod_adamw.weight_decay", weight_decay, 0.0)
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,
                                   beta_2=beta_2)
 
@@ -47,6 +63,7 @@ def manipulation_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: 
                       epsilon: float = 1e-7) -> keras.optimizers.Optimizer:
     """Paper 002 appendix B.1: both optimisers of the manipulation game (m(w) and the
     reference decoders; perturbations/manipulation.py)."""
+    _check_adam("manipulation_adam", learning_rate, beta_1, beta_2, epsilon)
     return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
 
 

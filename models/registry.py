@@ -34,6 +34,7 @@ import functools
 import inspect
 from typing import Any, Callable, Mapping
 
+from benchmark.errors import ConfigError
 from models import (architectures, cliff, factorqvae, factorvae, interface, pcl, quantized,
                     slowvae, tripod, vae)
 from models.optimizers import OPTIMIZERS
@@ -64,7 +65,7 @@ class Settings:
         `fn` does not have."""
         unknown = sorted(set(given) - set(self.names))
         if unknown:
-            raise ValueError(f"{scope} has no setting {', '.join(unknown)}; its settings are "
+            raise ConfigError(f"{scope} has no setting {', '.join(unknown)}; its settings are "
                              f"{', '.join(self.names) or 'none'}")
         return {**self.defaults, **given}
 
@@ -313,7 +314,7 @@ def resolve_settings(method: str, architecture: str = "conv",
     settings = dict(settings or {})
     unknown = sorted(set(settings) - set(CONFIGURABLES))
     if unknown:
-        raise ValueError(f"unknown settings {', '.join(map(repr, unknown))}; expected names "
+        raise ConfigError(f"unknown settings {', '.join(map(repr, unknown))}; expected names "
                          f"from {', '.join(CONFIGURABLES)}")
     checked = {name: CONFIGURABLES[name].resolve(name, given)
                for name, given in settings.items()}
@@ -340,20 +341,20 @@ def make_model(observation_shape, method: str, num_latents: int = 10,
       scope, the encoder's / decoder's, each optimiser's; defaults where not given.
     """
     if method not in MODELS:
-        raise ValueError(f"unknown model.method {method!r}; expected one of "
+        raise ConfigError(f"unknown model.method {method!r}; expected one of "
                          f"{', '.join(MODELS)}")
     spec = MODELS[method]
     for argument, value in (("regularizer", regularizer), ("factory", factory)):
         if (value is not None) != (spec.plugin == argument):
             owner = next(m for m, s in MODELS.items() if s.plugin == argument)
-            raise ValueError(f"model.{argument} goes with model.method = {owner!r} (and "
+            raise ConfigError(f"model.{argument} goes with model.method = {owner!r} (and "
                              f"{owner!r} needs one); found method {method!r} and {argument} "
                              f"{value!r}")
     if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown model.architecture {architecture!r}; expected one of "
+        raise ConfigError(f"unknown model.architecture {architecture!r}; expected one of "
                          f"{', '.join(ARCHITECTURES)}")
     if int(num_latents) < 1:
-        raise ValueError(f"model.num_latents must be >= 1, found {num_latents}")
+        raise ConfigError(f"model.num_latents must be >= 1, found {num_latents}")
     resolved = resolve_settings(method, architecture, settings)
     encoder, decoder = ARCHITECTURES[architecture].encoder, ARCHITECTURES[architecture].decoder
     parts = Parts(method, tuple(observation_shape), int(num_latents),

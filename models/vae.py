@@ -29,6 +29,7 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
+from benchmark.errors import ConfigError, check_range
 from models import losses
 from models.base import TrainableModel
 
@@ -36,6 +37,8 @@ Regularizer = Callable[..., dict]
 
 
 def beta_vae(beta: float = 1.0) -> Regularizer:
+    check_range("beta_vae.beta", beta, 0.0)
+
     def regularizer(kl, mean, logvar, z, step):
         return {"regularizer": beta * kl}
     return regularizer
@@ -51,6 +54,9 @@ def ae() -> Regularizer:
 def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Regularizer:
     """BioAE as paper 001's code runs it: activity mean(z^2) and nonnegativity mean(relu(-z))
     over dims and batch, beside a BCE averaged over pixels (`VAE(per_pixel=True)`)."""
+    check_range("bio_ae.lambda_activity", lambda_activity, 0.0)
+    check_range("bio_ae.lambda_nonnegative", lambda_nonnegative, 0.0)
+
     def regularizer(kl, mean, logvar, z, step):
         activity = tf.reduce_mean(tf.square(z))
         negative = tf.reduce_mean(tf.nn.relu(-z))
@@ -61,6 +67,10 @@ def bio_ae(lambda_activity: float = 1.0, lambda_nonnegative: float = 1.0) -> Reg
 
 def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
                  iteration_threshold: int = 100000) -> Regularizer:
+    check_range("annealed_vae.gamma", gamma, 0.0)
+    check_range("annealed_vae.c_max", c_max, 0.0)
+    check_range("annealed_vae.iteration_threshold", iteration_threshold, 0.0, low_open=True)
+
     def regularizer(kl, mean, logvar, z, step):
         fraction = tf.minimum(tf.cast(step, tf.float32) / float(iteration_threshold), 1.0)
         capacity = c_max * fraction
@@ -69,6 +79,8 @@ def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
 
 
 def beta_tcvae(beta: float = 6.0) -> Regularizer:
+    check_range("beta_tcvae.beta", beta, 0.0)
+
     def regularizer(kl, mean, logvar, z, step):
         tc = losses.total_correlation_mws(z, mean, logvar)
         return {"regularizer": kl + (beta - 1.0) * tc, "total_correlation": tc}
@@ -78,7 +90,9 @@ def beta_tcvae(beta: float = 6.0) -> Regularizer:
 def dip_vae(lambda_od: float = 10.0, lambda_d_factor: float = 10.0, kind: str = "i"
             ) -> Regularizer:
     if kind not in ("i", "ii"):
-        raise ValueError(f"dip_vae.kind must be 'i' or 'ii', found {kind!r}")
+        raise ConfigError(f"dip_vae.kind must be 'i' or 'ii', found {kind!r}")
+    check_range("dip_vae.lambda_od", lambda_od, 0.0)
+    check_range("dip_vae.lambda_d_factor", lambda_d_factor, 0.0)
 
     def regularizer(kl, mean, logvar, z, step):
         penalty = losses.dip_regularizer(losses.dip_covariance(mean, logvar, kind),

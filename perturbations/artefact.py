@@ -20,7 +20,6 @@ other tools.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import numbers
@@ -30,6 +29,7 @@ import re
 import numpy as np
 
 from benchmark.atomic import atomic_path, write_json
+from benchmark.data.files import file_sha256
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
 from benchmark.errors import UserError
@@ -46,15 +46,6 @@ TEXTURE_POINTS = 20000
 
 class ArtefactError(UserError, ValueError):
     """An artefact directory that cannot be loaded; the message says what was expected."""
-
-
-def file_sha256(path) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _shown(value) -> str:

@@ -13,8 +13,8 @@ import sys
 
 import gin
 import numpy as np
-from gin import config_parser
 
+from benchmark import config
 from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.errors import UserError
@@ -26,38 +26,13 @@ class ReferenceError(UserError, RuntimeError):
     """A reference run that could not be trained or read."""
 
 
-# A reference run's operative config comes from a results.json on disk: gin would import
-# any module an `import` line names (running its code) and read any file an `include`
-# names. Only the suite's own packages may be imported (a custom method registered in
-# examples/ or a suite module); includes never appear in an operative config.
-SUITE_PACKAGES = ("benchmark", "models", "perturbations", "examples")
-
-
 def check_gin_config(text, source) -> str:
-    """`text` if it is a gin config whose imports name only the suite's packages and that
-    has no includes; else ReferenceError naming `source` and the offending line."""
-    if not isinstance(text, str):
-        raise ReferenceError(f"{source}: expected the operative gin config as a string, "
-                             f"found {type(text).__name__}")
+    """`text` if it is a gin config that imports only the suite's packages and includes no
+    file (benchmark.config.check_untrusted_config); else ReferenceError naming `source`."""
     try:
-        statements = list(config_parser.ConfigParser(
-            text, gin.config.ParserDelegate(skip_unknown=True)))
-    except (SyntaxError, ValueError) as error:
-        raise ReferenceError(f"{source}: expected a parseable gin config, found: {error}"
-                             ) from error
-    for statement in statements:
-        line = getattr(statement, "location", None)
-        where = f"line {line.line_num if line else '?'}"
-        if isinstance(statement, config_parser.IncludeStatement):
-            raise ReferenceError(f"{source}: the gin config includes {statement.filename!r} "
-                                 f"({where}); an operative config must not include files")
-        if isinstance(statement, config_parser.ImportStatement):
-            if statement.module.split(".")[0] not in SUITE_PACKAGES:
-                raise ReferenceError(
-                    f"{source}: the gin config imports {statement.module!r} ({where}); "
-                    f"only the suite's own packages {list(SUITE_PACKAGES)} may be imported "
-                    "from a reference run (importing runs the module's code)")
-    return text
+        return config.check_untrusted_config(text, source)
+    except config.UntrustedConfigError as error:
+        raise ReferenceError(str(error)) from None
 
 
 def train_reference(gin_files, gin_bindings, seed: int, run_dir) -> pathlib.Path:

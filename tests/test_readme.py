@@ -40,6 +40,7 @@ def test_the_readme_shows_commands():
     assert len(COMMANDS) >= 10 and "benchmark.run" in MODULES and "benchmark.audit" in MODULES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES)
 def test_every_flag_in_the_readme_is_defined(module):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gin
 
 from benchmark.data.ground_truth import GroundTruthData
+from benchmark.errors import ConfigError
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
@@ -25,42 +26,62 @@ def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
     if name == "shapes3d":
         from benchmark.data.shapes3d import Shapes3D
         return Shapes3D(source=source, data_dir=data_dir)
-    raise ValueError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+    raise ConfigError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+
+
+def data_file(name: str, source: str = "auto", data_dir: str | None = None):
+    """The official file `load_data(name, source=..., data_dir=...)` would read, or None
+    when it renders procedurally (the run's identity hashes that file: benchmark/
+    fingerprint.py). ValueError for an unknown dataset or source."""
+    if name == "dsprites":
+        from benchmark.data import dsprites as module
+    elif name == "shapes3d":
+        from benchmark.data import shapes3d as module
+    else:
+        raise ConfigError(f"unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+    from benchmark.data import files
+    return files.resolve_source(name, source, module.FILENAME, module.SUBDIRS, data_dir,
+                                module.URL)
 
 
 def make_variant(data: GroundTruthData, variant: str = "original", eps: float | None = None,
-                 seed: int = 0, artefact: str | None = None) -> GroundTruthData:
+                 seed: int = 0, artefact: str | None = None, artefact_loader=None
+                 ) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
     `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
     mean pattern E_w m(w) added to every image, perturbations/artefact.py) or the positive-control arms 'oracle' / 'texture' /
     'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
-    strength."""
+    strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
+    directory defines (perturbations.artefact.load_variant), needed when `artefact` is."""
     if variant not in VARIANTS:
-        raise ValueError(f"unknown dataset variant {variant!r}; expected one of "
+        raise ConfigError(f"unknown dataset variant {variant!r}; expected one of "
                          f"{', '.join(VARIANTS)}")
     if variant == "original":
         if artefact is not None or eps is not None:
-            raise ValueError("the 'original' variant takes no artefact or eps; found "
+            raise ConfigError("the 'original' variant takes no artefact or eps; found "
                              f"artefact={artefact!r}, eps={eps!r}")
         return data
     if variant in ("oracle", "texture", "wave", "wave_texture"):
         if artefact is not None:
-            raise ValueError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
+            raise ConfigError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
         from benchmark.data.oracle import make_oracle_variant
         return make_oracle_variant(data, variant, eps)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
-            raise ValueError(f"the {variant!r} variant needs data.artefact = '<directory of "
+            raise ConfigError(f"the {variant!r} variant needs data.artefact = '<directory of "
                              "python -m perturbations.generate>'; found none")
         from benchmark.data.variants import NoisyData
         return NoisyData(data, eps=eps, seed=seed)
     # An artefact's m(w) is a network of the perturbations package, a layer above this one:
-    # imported here, when an artefact is asked for, so the data layer stays importable alone.
-    from perturbations.artefact import load_variant
-    loaded = load_variant(data, artefact, eps, texture=variant == "modified_texture")
+    # its loader is passed in by the caller that composes the two (the runner, the data
+    # command), so this layer never imports it.
+    if artefact_loader is None:
+        raise TypeError("make_variant: an artefact variant needs artefact_loader "
+                        "(perturbations.artefact.load_variant), found none")
+    loaded = artefact_loader(data, artefact, eps, texture=variant == "modified_texture")
     if loaded.variant != variant:
-        raise ValueError(f"artefact {artefact} defines the {loaded.variant!r} variant, but "
+        raise ConfigError(f"artefact {artefact} defines the {loaded.variant!r} variant, but "
                          f"data.variant is {variant!r}")
     return loaded
 
@@ -69,14 +90,16 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
                                      "noise_seed", "artefact", "fixed_factors"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
               data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
-              artefact: str | None = None, fixed_factors: dict | None = None
-              ) -> GroundTruthData:
+              artefact: str | None = None, fixed_factors: dict | None = None,
+              artefact_loader=None) -> GroundTruthData:
     """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
     artefact names a perturbation artefact directory ('modified', or a noise artefact);
     fixed_factors {factor name: class} reduces the dataset to the other factors before the
-    variant is applied (benchmark/data/subset.py)."""
+    variant is applied (benchmark/data/subset.py); artefact_loader: see make_variant (not
+    a gin setting: the caller composes it)."""
     data = get_dataset(name, source, data_dir)
     if fixed_factors:
         from benchmark.data.subset import FactorSubset
         data = FactorSubset(data, fixed_factors)
-    return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact)
+    return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact,
+                        artefact_loader=artefact_loader)

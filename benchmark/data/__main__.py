@@ -10,6 +10,7 @@ from absl import app, flags, logging
 
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
 from benchmark.errors import cli_main, user_errors
+from perturbations.artefact import load_variant
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +46,7 @@ def main(argv):
     with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
         data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
                             FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
-                            artefact=FLAGS.artefact)
+                            artefact=FLAGS.artefact, artefact_loader=load_variant)
         if argv[1] == "preview":
             title = f"{FLAGS.dataset} ({data.describe()['source']}, {FLAGS.variant})"
             path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)

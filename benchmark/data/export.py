@@ -13,9 +13,12 @@ from __future__ import annotations
 import pathlib
 
 import numpy as np
+from absl import logging
 
+from benchmark.atomic import temporaries_of
 from benchmark.data import files
 from benchmark.data.ground_truth import GroundTruthData
+from benchmark.lock import directory_lock
 
 
 def _dsprites_images_fn(data: GroundTruthData, binary: bool):
@@ -41,10 +44,21 @@ def export_official(data: GroundTruthData, out: str, progress: bool = True) -> p
     """Writes every image of `data` to `out` in the official format of `data.name`.
 
     Written chunk by chunk to a temporary name in the target directory and renamed at
-    the end, so `out` never holds a partial file.
+    the end, so `out` never holds a partial file; one export writes `out` at a time (the
+    lock `.<out's name>.lock` beside it), and the temporary file of an interrupted export to
+    the same path is removed first.
     """
     out_path = pathlib.Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with directory_lock(out_path.parent, "benchmark.data export", f".{out_path.name}.lock"):
+        # a killed export's temporary file (up to 5.9 GB for Shapes3D): no writer uses it
+        # while this one holds the lock
+        for stale in temporaries_of(out_path):
+            stale.unlink(missing_ok=True)
+            logging.info("removed %s, the temporary file of an interrupted export", stale)
+        return _export(data, out_path, progress)
+
+
+def _export(data: GroundTruthData, out_path: pathlib.Path, progress: bool) -> pathlib.Path:
     all_factors = files.grid_classes(data.factor_sizes)
     values = data.values_of(all_factors)
     if data.name == "dsprites":

@@ -15,6 +15,8 @@ one `DataFileError` naming the file, what was expected and what was found.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pathlib
 import tokenize
@@ -27,14 +29,61 @@ import numpy as np
 from absl import logging
 from tqdm import tqdm
 
-from benchmark.atomic import atomic_path
-from benchmark.errors import UserError
+from benchmark.atomic import atomic_path, write_json
+from benchmark.errors import ConfigError, UserError
 
 DATA_DIR_ENV = "DISENTANGLEMENT_LIB_DATA"
 
 
 class DataFileError(UserError, ValueError):
     """A dataset file is malformed or truncated; the message names the file."""
+
+
+def default_cache_dir() -> pathlib.Path:
+    """$DISENTANGLE_BENCH_CACHE, else $XDG_CACHE_HOME/disentangle-bench (~/.cache/...)."""
+    if os.environ.get("DISENTANGLE_BENCH_CACHE"):
+        return pathlib.Path(os.environ["DISENTANGLE_BENCH_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "disentangle-bench"
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+#: the content-hash cache's file in default_cache_dir()
+HASH_CACHE = "file_sha256.json"
+
+
+def cached_file_sha256(path) -> str:
+    """`file_sha256` of a data file, remembered in the cache directory under the file's
+    (real path, size, modification time in ns, inode): hashing the 5.9 GB Shapes3D file
+    takes tens of seconds, and a study asks for it once per run. A file rewritten in place
+    changes its modification time, so it is hashed again. The cache is a convenience: an
+    unreadable or unwritable cache only costs the hashing."""
+    path = pathlib.Path(path).resolve()
+    stat = path.stat()
+    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+    cache = default_cache_dir() / HASH_CACHE
+    try:
+        known = json.loads(cache.read_text())
+        if isinstance(known, dict) and isinstance(known.get(key), str):
+            return known[key]
+    except (OSError, ValueError):
+        known = {}
+    digest = file_sha256(path)
+    if not isinstance(known, dict):
+        known = {}
+    try:
+        write_json(cache, {**known, key: digest}, indent=None)
+    except OSError:
+        pass
+    return digest
 
 
 def data_dirs(data_dir: str | None = None) -> list[pathlib.Path]:
@@ -73,7 +122,7 @@ def resolve_source(dataset: str, source: str, filename: str, subdirs: Sequence[s
     saying where it looked and where to get the file when it is missing).
     """
     if source not in ("auto", "procedural", "file"):
-        raise ValueError(f"{dataset} source must be 'auto', 'procedural' or 'file', "
+        raise ConfigError(f"{dataset} source must be 'auto', 'procedural' or 'file', "
                          f"found {source!r}")
     path = None if source == "procedural" else find_file(filename, subdirs, data_dir)
     if source == "file" and path is None:

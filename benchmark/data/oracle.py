@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 from benchmark.data.variants import AdditivePerturbation, NoisyData, reflect
-from benchmark.errors import cli_main
+from benchmark.errors import ConfigError, cli_main
 
 #: the free factors whose mean is the oracle's scalar s
 ORACLE_FACTORS = ("posX", "posY")
@@ -67,7 +67,7 @@ def factor_columns(data: GroundTruthData, names: Sequence[str]) -> list[int]:
     """Columns of the free factors `names` in `data`; ValueError when one is missing."""
     missing = [n for n in names if n not in data.factor_names]
     if missing:
-        raise ValueError(f"the oracle perturbation needs the free factors {list(names)}; "
+        raise ConfigError(f"the oracle perturbation needs the free factors {list(names)}; "
                          f"{data.name} has {list(data.factor_names)} (missing {missing})")
     return [list(data.factor_names).index(n) for n in names]
 
@@ -194,7 +194,7 @@ def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None =
                         ) -> OracleData:
     """`data` as the 'oracle' or 'texture' arm at strength eps (default ORACLE_EPS)."""
     if variant not in ORACLE_VARIANTS:
-        raise ValueError(f"unknown oracle variant {variant!r}; expected one of "
+        raise ConfigError(f"unknown oracle variant {variant!r}; expected one of "
                          f"{', '.join(ORACLE_VARIANTS)}")
     return ORACLE_VARIANTS[variant](data, eps)
 

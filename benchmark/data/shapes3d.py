@@ -12,7 +12,6 @@ plus the sky colour, looked up in fixed-point tables (`Shapes3DRenderer`).
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 import gin
@@ -37,12 +36,7 @@ FACTOR_VALUES = (np.linspace(0.0, 0.9, 10), np.linspace(0.0, 0.9, 10),
                  np.arange(4, dtype=np.float64), np.linspace(-30.0, 30.0, 15))
 
 
-def default_cache_dir() -> pathlib.Path:
-    """$DISENTANGLE_BENCH_CACHE, else $XDG_CACHE_HOME/disentangle-bench (~/.cache/...)."""
-    if os.environ.get("DISENTANGLE_BENCH_CACHE"):
-        return pathlib.Path(os.environ["DISENTANGLE_BENCH_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "disentangle-bench"
+default_cache_dir = files.default_cache_dir
 
 
 class Shapes3DRenderer:

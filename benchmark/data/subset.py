@@ -20,28 +20,29 @@ from typing import Mapping
 import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
+from benchmark.errors import ConfigError
 
 
 def check_fixed_factors(base: GroundTruthData, fixed: Mapping[str, int]) -> dict[str, int]:
     """`fixed` as {factor name: class}, validated against `base`; raises ValueError naming
     the factor and what was expected (known names, classes 0..size-1, a free factor left)."""
     if not isinstance(fixed, Mapping):
-        raise ValueError(f"fixed_factors: expected a mapping {{factor name: class}}, found "
+        raise ConfigError(f"fixed_factors: expected a mapping {{factor name: class}}, found "
                          f"{fixed!r}")
     names = list(base.factor_names)
     checked = {}
     for name, cls in fixed.items():
         if name not in names:
-            raise ValueError(f"fixed_factors: unknown factor {name!r} of {base.name}; expected "
+            raise ConfigError(f"fixed_factors: unknown factor {name!r} of {base.name}; expected "
                              f"one of {', '.join(names)}")
         size = int(base.factor_sizes[names.index(name)])
         if (isinstance(cls, bool) or not isinstance(cls, (int, np.integer))
                 or not 0 <= cls < size):
-            raise ValueError(f"fixed_factors: {name} = {cls!r} is not a class of {base.name}'s "
+            raise ConfigError(f"fixed_factors: {name} = {cls!r} is not a class of {base.name}'s "
                              f"{name}; expected an integer in 0..{size - 1}")
         checked[name] = int(cls)
     if len(checked) == len(names):
-        raise ValueError(f"fixed_factors fixes every factor of {base.name} "
+        raise ConfigError(f"fixed_factors fixes every factor of {base.name} "
                          f"({', '.join(names)}); leave at least one free")
     return checked
 

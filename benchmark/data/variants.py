@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
+from benchmark.errors import check_range
 
 #: Noise strength of paper 002 sec. 5.2 per dataset.
 DEFAULT_EPS = {"dsprites": 0.1, "shapes3d": 0.175}
@@ -49,8 +50,7 @@ class AdditivePerturbation(GroundTruthData):
 
     def __init__(self, base: GroundTruthData, delta_fn: DeltaFn, eps: float,
                  variant: str = "perturbed", metadata: dict | None = None):
-        if not 0.0 < float(eps) <= 1.0:
-            raise ValueError(f"perturbation eps must be in (0, 1], found {eps}")
+        check_range("perturbation eps (data.eps)", eps, 0.0, 1.0, low_open=True)
         self.base = base
         self.delta_fn = delta_fn
         self.eps = float(eps)

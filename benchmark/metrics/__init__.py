@@ -361,6 +361,14 @@ def evaluate_codes(factors, codes_array, seed: int = 0, names: Sequence[str] = t
     """
     factors, codes_array = codes.check_codes(factors, codes_array, 10, "evaluate_codes")
     names = check_names(names)
+    if not names:
+        raise codes.MetricInputError("evaluate_codes: expected at least one metric name, "
+                                     "found none")
+    if np.all(codes_array == codes_array[0]):
+        logging.warning("every code dim is constant over these %d samples: the "
+                        "representation carries no information, so every score is 0 by "
+                        "construction (a collapsed model, or codes written wrongly?)",
+                        len(codes_array))
     if settings is None:
         settings = codes_settings(resolve_settings(names, seed), len(codes_array),
                                   train_fraction)

@@ -20,7 +20,7 @@ from absl import app, flags
 
 from benchmark import config
 from benchmark.atomic import write_json
-from benchmark.errors import cli_main, user_errors
+from benchmark.errors import UserError, cli_main, user_errors
 from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
                                resolve_settings)
 
@@ -93,6 +93,9 @@ def main(argv):
         raise app.UsageError(f"expected the command 'evaluate', found {' '.join(argv[1:]) or 'none'}")
     if not FLAGS.codes:
         raise app.UsageError("--codes is required")
+    if not FLAGS.metrics:
+        raise UserError(f"--metrics is empty; expected metric names from "
+                        f"{', '.join(METRICS)}")
     gin_files = [preset_file(FLAGS.preset), *FLAGS.gin_file]
     with user_errors(ValueError, KeyError, IOError, prefix="invalid metric configuration: "):
         config.parse_config(gin_files, FLAGS.gin_bindings)

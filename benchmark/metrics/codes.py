@@ -50,7 +50,7 @@ def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric",
     """Validated (factors int64 (n, k), codes float64 (n, d)).
 
     Rejects: non-2-D arrays, mismatched row counts, fewer than `min_samples` rows,
-    non-integer factors, NaN/inf codes, codes of more than `max_values` values (default
+    non-integer or negative factor classes, NaN/inf codes, codes of more than `max_values` values (default
     `max_code_values()`), and factors that take a single value (a metric cannot tell
     whether a code captures a constant). Constant code dims are legitimate.
     """
@@ -67,6 +67,11 @@ def check_codes(factors, codes, min_samples: int = 2, metric: str = "metric",
             raise MetricInputError(f"{metric}: expected integer factor classes, found dtype "
                                    f"{factors.dtype}")
     factors = factors.astype(np.int64)
+    if factors.min() < 0:
+        row, col = np.argwhere(factors < 0)[0]
+        raise MetricInputError(f"{metric}: expected factor classes >= 0 (indices into each "
+                               f"factor's values), found {factors[row, col]} at row {row}, "
+                               f"factor {col}")
     single = [j for j in range(factors.shape[1]) if np.all(factors[:, j] == factors[0, j])]
     if single:
         raise MetricInputError(f"{metric}: factor(s) {single} take a single value in these "

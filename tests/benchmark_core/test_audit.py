@@ -123,6 +123,7 @@ def test_overpruning_is_reported_and_said_when_it_decides():
     assert result["overpruning"]["modified"]["overpruned"] == 1
 
 
+@pytest.mark.slow
 def test_audit_end_to_end_on_tiny_settings(tmp_path):
     art = artefact.save_manipulation(tmp_path / "art", manipulation.manipulation_network(5), {
         "dataset": "dsprites", "factor_sizes": [3, 6, 40, 32, 32], "eps": 0.1})

@@ -32,6 +32,7 @@ def test_scalar_curves_read_back_what_training_logged(tmp_path):
         curves.scalar_curves(tmp_path, None)
 
 
+@pytest.mark.slow
 def test_cli_prints_and_writes_loss_curves(tmp_path):
     run = tmp_path / "run"
     _write_run(run, {100: (0.693, 0.5)})

@@ -90,6 +90,7 @@ TINY = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
         "model.num_latents = 3", "data.source = 'procedural'"]
 
 
+@pytest.mark.slow
 def test_custom_model_runs_through_the_runner_cli(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -107,6 +108,7 @@ def test_custom_model_runs_through_the_runner_cli(tmp_path):
     assert "health/active_units" not in scalars                  # no posterior variance
 
 
+@pytest.mark.slow
 def test_custom_model_runs_through_the_audit(tmp_path):
     from benchmark import audit
     from perturbations import artefact, manipulation

@@ -1,3 +1,4 @@
+import hashlib
 import json
 
 import pytest
@@ -64,12 +65,55 @@ def test_recorded_identity_of_directories(tmp_path):
         fingerprint.recorded(tmp_path)
 
 
-def test_artefact_paths_under_results_are_identified_wherever_the_checkout_is():
-    here = fingerprint.identity("data.artefact = '/work/main/results/perturbations/a'\n")
-    there = fingerprint.identity("data.artefact = '/tmp/clone/results/perturbations/a'\n")
-    relative = fingerprint.identity("data.artefact = 'results/perturbations/a'\n")
-    other = fingerprint.identity("data.artefact = '/tmp/clone/results/perturbations/b'\n")
-    assert here["fingerprint"] == there["fingerprint"] == relative["fingerprint"]
-    assert other["fingerprint"] != here["fingerprint"]
-    outside = fingerprint.identity("data.artefact = '/data/my_artefact'\n")
-    assert outside["bindings"]["data.artefact"] == '"/data/my_artefact"'
+def _artefact(directory, seed):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "metadata.json").write_text(json.dumps({"kind": "noise", "seed": seed}))
+    return str(directory)
+
+
+def test_an_artefact_is_identified_by_its_content_not_its_path(tmp_path):
+    """Issue 31 D1: the same artefact under two paths (a checkout elsewhere) is one
+    configuration; another artefact under the same path is another."""
+    here = fingerprint.identity(f"data.artefact = '{_artefact(tmp_path / 'a', 1)}'\n")
+    copy = fingerprint.identity(f"data.artefact = '{_artefact(tmp_path / 'elsewhere', 1)}'\n")
+    assert here["fingerprint"] == copy["fingerprint"]
+    assert "metadata_sha256" in here["bindings"]["data.artefact"]
+    _artefact(tmp_path / "a", 2)                                  # replaced in place
+    replaced = fingerprint.identity(f"data.artefact = '{tmp_path / 'a'}'\n")
+    assert replaced["fingerprint"] != here["fingerprint"]
+    with pytest.raises(ValueError, match=r"expected a perturbation artefact directory with "
+                                         r"metadata.json \(.*\), found none"):
+        fingerprint.identity(f"data.artefact = '{tmp_path / 'missing'}'\n")
+    # the text of a run written before fingerprint.json names the artefact by path, so it
+    # never matches a content-named run (what it read is unknown)
+    legacy = fingerprint.identity(f"data.artefact = '{tmp_path / 'a'}'\n", contents=False)
+    assert legacy["bindings"]["data.artefact"] == json.dumps(str(tmp_path / "a"))
+    assert legacy["fingerprint"] != replaced["fingerprint"]
+    published = fingerprint.identity("data.artefact = '/x/results/perturbations/a'\n",
+                                     contents=False)
+    assert published["bindings"]["data.artefact"] == '"results/perturbations/a"'
+
+
+def test_an_official_data_file_is_identified_by_its_content(tmp_path, monkeypatch):
+    """Issue 31 item 1: a run that reads an official file names it by its SHA-256; a
+    procedural run has no such key (the published runs keep their fingerprints)."""
+    from benchmark.data import dsprites
+    monkeypatch.setenv("DISENTANGLE_BENCH_CACHE", str(tmp_path / "cache"))
+    procedural = fingerprint.identity("data.source = 'auto'\n")
+    assert fingerprint.DATA_FILE_KEY not in procedural["bindings"]
+    (tmp_path / dsprites.FILENAME).write_bytes(b"one")
+    text = f"data.source = 'auto'\ndata.data_dir = '{tmp_path}'\n"
+    first = fingerprint.identity(text)
+    assert first["bindings"][fingerprint.DATA_FILE_KEY] == json.dumps(
+        hashlib.sha256(b"one").hexdigest())
+    (tmp_path / dsprites.FILENAME).write_bytes(b"second")     # another file, same path
+    assert fingerprint.identity(text)["fingerprint"] != first["fingerprint"]
+    assert fingerprint.identity(text.replace("'auto'", "'procedural'"))["bindings"].get(
+        fingerprint.DATA_FILE_KEY) is None
+
+
+def test_run_threads_at_its_default_leaves_the_fingerprint_unchanged():
+    plain = fingerprint.identity("run.steps = 4\n")
+    assert fingerprint.identity("run.steps = 4\nrun.threads = 2\n") == plain
+    assert fingerprint.identity("run.steps = 4\nrun.threads = 1\n")["fingerprint"] != \
+        plain["fingerprint"]

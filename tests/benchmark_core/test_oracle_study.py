@@ -61,6 +61,7 @@ def test_grid_has_four_arms_of_five_seeds_on_the_reduced_dsprites(specs):
     assert data["noisy@0.1"].eps == pytest.approx(matched, rel=0.005)
 
 
+@pytest.mark.slow
 def test_beta_vae_smoke_run_on_the_oracle_data(tmp_path):
     """~30 steps of the study's beta-VAE on the reduced oracle data, tiny evaluation."""
     out = tmp_path / "run"

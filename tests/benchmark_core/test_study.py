@@ -11,6 +11,7 @@ import time
 import pytest
 
 from benchmark import report, study
+from benchmark.errors import ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
@@ -54,6 +55,7 @@ def test_grid_expansion_and_validation(tmp_path):
         study.study_settings(name="g", output_dir="o", models={"ae": "a"}, variants=["odd"])
 
 
+@pytest.mark.slow
 def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     out = tmp_path / "study"
     process = subprocess.Popen(_cli(out), cwd=ROOT, start_new_session=True,
@@ -83,6 +85,7 @@ def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     assert {r["variant"] for r in rows} == {"original", "noisy"}
 
 
+@pytest.mark.slow
 def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     out = tmp_path / "study"
     out.mkdir()
@@ -92,12 +95,13 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     (out / "study.json").write_text(json.dumps(
         {"settings": {"name": "older"}, "runs": [{"name": "older_run", "gin_files": [],
                                                    "bindings": []}]}))
-    settings = _settings(out, models={"broken": "models/no_such_model.gin"},
-                         variants=["original"])
+    # a run that fails while it runs (no official file where the source asks for one)
+    settings = {**_settings(out, models={"broken": "models/ae.gin"}, variants=["original"]),
+                "source": "file"}
     first = study.execute(settings)
     assert first["failed"] == ["broken_dsprites_original_seed0"]
     failed = json.loads((out / "failed.json").read_text())
-    assert "no_such_model" in failed["broken_dsprites_original_seed0"]["stderr_tail"]
+    assert "not found" in failed["broken_dsprites_original_seed0"]["stderr_tail"]
     assert failed["older_run"] == earlier["older_run"]
     recorded = json.loads((out / "study.json").read_text())
     assert [r["name"] for r in recorded["runs"]] == ["older_run",
@@ -108,6 +112,23 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
     assert second["ran"] == [] and second["skipped"] == ["broken_dsprites_original_seed0"]
     third = study.execute(settings, retry_failed=True)
     assert third["failed"] == ["broken_dsprites_original_seed0"]
+
+
+def test_a_grid_that_cannot_be_configured_is_refused_before_any_run(tmp_path, capsys):
+    """Issue 31 item 5: a missing gin file or a misspelt binding is the user's error, said
+    once before any run starts (it used to fail every run of the grid, one by one)."""
+    out = tmp_path / "study"
+    for models, bindings, words in (({"broken": "models/no_such_model.gin"}, [],
+                                     "no_such_model"),
+                                    ({"ae": "models/ae.gin"}, ["run.stepz = 4"], "stepz")):
+        settings = {**_settings(out, models=models, variants=["original", "noisy"]),
+                    "bindings": [*TINY_RUN, *bindings]}
+        with pytest.raises(ConfigError, match=rf"cannot be configured, so no run was "
+                                              rf"started: .*{words}.*\(and 1 more"):
+            study.execute(settings)
+        assert not (out / "failed.json").exists() and not (out / "runs").exists()
+    summary = study.execute(settings, dry_run=True)
+    assert "bad config" in capsys.readouterr().out and len(summary["unconfigurable"]) == 2
 
 
 def test_dry_run_lists_the_grid_and_writes_nothing(tmp_path, capsys):
@@ -129,6 +150,7 @@ def test_grid_runs_seed_major():
     assert all(n.endswith("seed1") for n in names[4:]) and len(names) == 8
 
 
+@pytest.mark.slow
 def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
     if importlib.util.find_spec("ray") is None:     # not importorskip: importing Ray
         pytest.skip("Ray is an optional extra")       # here would defeat its loopback switch
@@ -167,6 +189,7 @@ def _published_copy(tmp_path, name="ae_dsprites_original_seed0"):
     return out, settings
 
 
+@pytest.mark.slow
 def test_published_runs_count_as_finished_and_a_changed_study_is_refused(tmp_path, capsys):
     """Issue 19.4 / 17.1: a run counts as finished only with the configuration asked for;
     published runs (no fingerprint field) are identified by their gin_config."""

@@ -7,12 +7,13 @@ import time
 
 import pytest
 
-from benchmark import study
+from benchmark import processes, study
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 QUICK = [sys.executable, "-c", "pass"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_interrupted_study_stops_its_runs_and_starts_no_more(workers):
     commands = {"quick": QUICK, "long_a": SLEEPER, "long_b": SLEEPER, "long_c": SLEEPER}
@@ -27,21 +28,22 @@ def test_an_interrupted_study_stops_its_runs_and_starts_no_more(workers):
         study.run_local(commands, workers, record)
     assert time.monotonic() - started < 20             # not 60 s, nor 3 x 60 s
     assert seen == [("quick", 0)]
-    assert not study._LIVE_RUNS                         # nothing left running
+    assert not processes._LIVE_RUNS                         # nothing left running
 
 
+@pytest.mark.slow
 def test_stop_runs_interrupts_a_run_in_another_thread():
-    assert not study._STOPPING.is_set()                 # run_local cleared it on its way out
+    assert not processes._STOPPING.is_set()                 # run_local cleared it on its way out
     out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("result", study.run_one(
+    thread = threading.Thread(target=lambda: out.setdefault("result", processes.run_one(
         [sys.executable, "-c", "import time\ntry:\n time.sleep(60)\nexcept KeyboardInterrupt:"
          "\n raise SystemExit(130)"])))
     thread.start()
     deadline = time.monotonic() + 10
-    while not study._LIVE_RUNS and time.monotonic() < deadline:
+    while not processes._LIVE_RUNS and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)                                     # let it reach its sleep
-    assert study.stop_runs(grace=10) == 1
-    study._STOPPING.clear()
+    assert processes.stop_runs(grace=10) == 1
+    processes._STOPPING.clear()
     thread.join(10)
     assert out["result"][0] == 130                      # SIGINT: the run's own clean exit

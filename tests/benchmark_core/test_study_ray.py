@@ -42,6 +42,7 @@ def _listeners_of_this_process_tree() -> dict:
     return found
 
 
+@pytest.mark.slow
 @needs_ray
 def test_local_ray_backend_listens_on_loopback_only(tmp_path, monkeypatch):
     seen = []

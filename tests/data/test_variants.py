@@ -79,7 +79,7 @@ def test_additive_perturbation_validates_delta(data):
     nan = AdditivePerturbation(data, lambda f: np.full((len(f), 64, 64, 1), np.nan), 0.1)
     with pytest.raises(ValueError, match="finite"):
         nan.observations_from_factors(factors)
-    with pytest.raises(ValueError, match=r"eps must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"eps \(data.eps\) must be a number in \(0.0, 1.0\]"):
         AdditivePerturbation(data, lambda f: f, eps=0.0)
 
 

@@ -60,6 +60,7 @@ def test_dci_entropies_hand_computed():
     assert disentanglement(r) == pytest.approx(np.sum(rho * (1 - np.array(row_h))))
 
 
+@pytest.mark.slow
 def test_dci_perfect_duplicate_and_seeded():
     f = _factors(1200)
     rng = np.random.default_rng

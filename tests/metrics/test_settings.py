@@ -94,6 +94,7 @@ def test_evaluate_linear_svm_binding_gives_dlibs_sap_and_the_default_the_thresho
         "num_train": 6667, "num_test": 3333, "train_fraction": 2 / 3}
 
 
+@pytest.mark.slow
 def test_preset_dlib_changes_dcis_classifier_and_records_every_setting(tmp_path):
     f, z = _small()
     path = tmp_path / "codes.npz"

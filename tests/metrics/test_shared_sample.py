@@ -38,6 +38,7 @@ def test_the_shared_sample_is_a_prefix_whatever_its_size():
     assert not np.array_equal(small[0], other[0])
 
 
+@pytest.mark.slow
 def test_shared_metrics_read_their_rows_of_one_sample_and_do_not_depend_on_the_others():
     data = dsprites.DSprites(source="procedural")
     names = ["mig", "dci", "sap", "infomec", "factor_vae_score"]

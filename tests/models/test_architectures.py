@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from models import architectures
 
@@ -20,6 +21,7 @@ def test_mlp_variant_shapes():
     assert decoder(out["mean"]).shape == (3, 64, 64, 1)
 
 
+@pytest.mark.slow
 def test_every_method_trains_under_mixed_bfloat16_with_float32_outputs():
     import keras
     import tensorflow as tf

@@ -101,6 +101,7 @@ def test_only_the_gin_layer_of_models_imports_gin():
     assert sorted(set(importing)) == ["configurables.py"]
 
 
+@pytest.mark.slow
 def test_layers_import_downwards_only():
     """benchmark/data and benchmark/metrics load no model, training or perturbation code;
     models/ loads no benchmark or perturbation code (DESIGN.md, dependency direction) but

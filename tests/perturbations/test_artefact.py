@@ -1,15 +1,19 @@
 """Artefacts are untrusted input: checksummed weights, strict metadata types (issue 19,
 items 8 and 9)."""
 
+import functools
 import json
 import pathlib
 
 import numpy as np
 import pytest
 
-from benchmark.data import make_variant
+from benchmark import data as data_lib
 from perturbations import artefact, manipulation
 from tests.data.test_export_and_cli import _small_dsprites
+
+#: the data layer's make_variant, composed with the artefact loader as the runner does
+make_variant = functools.partial(data_lib.make_variant, artefact_loader=artefact.load_variant)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOISE = {"schema_version": 1, "kind": "noise", "dataset": "dsprites", "eps": 0.1, "seed": 0,
@@ -108,17 +112,26 @@ def test_eps_override_is_checked_too(tmp_path):
         make_variant(data, "noisy", artefact=str(noise), eps=True)
 
 
-def test_make_variant_imports_the_artefact_loader_itself():
-    """No registration by side effect (issue 18, item 3): a process that imported only the
-    data layer loads a published manipulation artefact; perturbations is imported lazily."""
+@pytest.mark.slow
+def test_make_variant_takes_the_artefact_loader_from_its_caller():
+    """No registration by side effect (issue 18, item 3) and no import upwards (issue 30,
+    item 8): the data layer is given the artefact loader by the caller that composes it."""
     import subprocess
     import sys
     script = (
         "import sys, numpy as np\n"
         "from benchmark.data import get_dataset, make_variant\n"
         "assert 'perturbations' not in sys.modules\n"
+        "try:\n"
+        "    make_variant(get_dataset('dsprites', 'procedural'), 'modified',\n"
+        "                 artefact='results/perturbations/dsprites_modified')\n"
+        "except TypeError as error:\n"
+        "    assert 'needs artefact_loader' in str(error)\n"
+        "assert 'perturbations' not in sys.modules\n"
+        "from perturbations.artefact import load_variant\n"
         "data = make_variant(get_dataset('dsprites', 'procedural'), 'modified',\n"
-        "                    artefact='results/perturbations/dsprites_modified')\n"
+        "                    artefact='results/perturbations/dsprites_modified',\n"
+        "                    artefact_loader=load_variant)\n"
         "rng = np.random.default_rng(0)\n"
         "images = data.observations_from_factors(data.sample_factors(2, rng), rng)\n"
         "assert images.shape == (2, 64, 64, 1) and 'perturbations.artefact' in sys.modules\n")

@@ -221,6 +221,7 @@ def test_write_evidence_keeps_other_keys(tmp_path):
                         "below_minimum_effect": True}
 
 
+@pytest.mark.slow
 def test_inspect_command_prints_writes_json_and_publishes_without_touching_weights(tmp_path):
     directory = _artefact(tmp_path, [0.5, -1.0, 0.2, 2.0, -0.3])
     weights = (directory / artefact.WEIGHTS).read_bytes()

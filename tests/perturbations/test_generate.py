@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import pathlib
@@ -7,7 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from benchmark.data import load_data
+from benchmark import data as data_lib
+from perturbations.artefact import load_variant
+
+#: the data layer composed with the artefact loader, as the runner does
+load_data = functools.partial(data_lib.load_data, artefact_loader=load_variant)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -30,6 +35,7 @@ def _generate(tmp_path, *extra, overwrite=False):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
+@pytest.mark.slow
 def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     result = _generate(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -103,6 +109,7 @@ def test_generation_rejects_a_misspelt_setting(tmp_path):
     assert not (tmp_path / "work").exists()
 
 
+@pytest.mark.slow
 def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
     """generation.fixed_factors: the references train on the reduction, the artefact
     records it and loads only with it (issue 14 item 5 at CPU scale); references of

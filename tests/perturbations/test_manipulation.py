@@ -1,3 +1,4 @@
+import functools
 import json
 
 import numpy as np
@@ -5,12 +6,17 @@ import pytest
 import tensorflow as tf
 
 from benchmark import train as train_lib
-from benchmark.data import dsprites, export, load_data, make_variant, pipeline
+from benchmark import data as data_lib
+from benchmark.data import dsprites, export, pipeline
 from benchmark.data.variants import NoisyData, reflect as reflect_np
 from models.architectures import conv_decoder, conv_encoder
 from perturbations import artefact, manipulation
 from perturbations.noise import write_noise_artefact
 from tests.data.test_export_and_cli import SMALL_DSPRITES, _small_dsprites
+
+#: the data layer composed with the artefact loader, as the runner does
+make_variant = functools.partial(data_lib.make_variant, artefact_loader=artefact.load_variant)
+load_data = functools.partial(data_lib.load_data, artefact_loader=artefact.load_variant)
 
 
 def test_reflection_identity_inside_and_lands_in_unit_interval():
@@ -68,6 +74,7 @@ def test_game_step_trains_decoders_and_m_but_never_the_encoders():
     assert not all(np.array_equal(a, w.numpy()) for a, w in zip(m, game.manipulation.weights))
 
 
+@pytest.mark.slow
 def test_killed_generation_resumes_to_the_uninterrupted_result(tmp_path):
     straight = _game()
     train_lib.train(straight, _stream, 4, tmp_path / "straight", 0, checkpoint_every=2,

@@ -1,0 +1,68 @@
+"""The runner processes of a study: start one, and stop them all on Ctrl-C.
+
+Kept apart from benchmark/study.py, which registers gin configurables, so that a Ray worker
+can import `run_command` by name: a function of a module run as `__main__` (`python -m
+benchmark.study`) would be pickled by value, with the module's lock, and fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+#: runner processes started by `run_one` in this process and not yet ended
+_LIVE_RUNS: set = set()
+_LIVE_LOCK = threading.Lock()
+#: set by `stop_runs`: `run_one` starts no new process until `run_local` clears it
+_STOPPING = threading.Event()
+#: seconds an interrupted run gets to write its checkpoint and exit before it is killed
+STOP_GRACE_SECONDS = 30.0
+
+
+def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
+    """Runs one runner command; (exit code, tail of its stderr). The process is known to
+    `stop_runs` until it ends, so an interrupted study can stop it."""
+    with _LIVE_LOCK:                  # a worker may pick up a run while the study stops
+        if _STOPPING.is_set():
+            return 130, "not started: the study was interrupted"
+        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        _LIVE_RUNS.add(process)
+    try:
+        _, stderr = process.communicate()
+    finally:
+        with _LIVE_LOCK:
+            _LIVE_RUNS.discard(process)
+    return process.returncode, stderr[-4000:]
+
+
+def stop_runs(grace: float = STOP_GRACE_SECONDS) -> int:
+    """Sends SIGINT to every live run of `run_one` (a run keeps its last checkpoint and
+    exits 130), waits up to `grace` seconds in all, then kills the ones left; returns how
+    many were stopped. A study interrupted while its runs ran in worker threads (or with
+    SIGINT sent to the study alone) would otherwise leave them running."""
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        live = [p for p in _LIVE_RUNS if p.poll() is None]
+    for process in live:
+        process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + grace
+    for process in live:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return len(live)
+
+
+def run_command(command: list[str], cwd: str | None = None) -> tuple[int, str]:
+    """Runs one runner command in a Ray worker; (exit code, tail of its stderr). Nothing
+    here is shared with the driver (Ray stops its workers when the study ends)."""
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return result.returncode, result.stderr[-4000:]
