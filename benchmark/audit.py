@@ -46,7 +46,7 @@ from absl import app, flags
 
 from benchmark import config, report, stats, study
 from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import cli_main, user_errors
+from benchmark.errors import cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
 ALPHA = stats.ALPHA
@@ -429,4 +429,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

@@ -22,7 +22,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
-from benchmark.errors import cli_main
+from benchmark.errors import cli_main, run_command
 from benchmark.metrics.mcc import mcc_from_codes
 
 FLAGS = flags.FLAGS
@@ -130,4 +130,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

@@ -11,7 +11,7 @@ import pathlib
 
 from absl import app, flags
 
-from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.errors import UserError, cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -83,4 +83,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -4,8 +4,10 @@ wrapper around every command's `main`.
 A `UserError` (a bad configuration or flag, a missing or malformed input file, an occupied
 or locked output directory, codes no metric can score) is printed as one message,
 `error: ...`, on stderr, and the command exits with status 2, and so is a write that failed
-for a full disk, a read-only file system or a forbidden path (`STORAGE_ERRNOS`); anything
-else is a bug or an environment failure and shows its traceback. The user-facing exception classes of the
+for a full disk, a read-only file system or a forbidden path (`STORAGE_ERRNOS`), a usage
+error and an unknown or malformed flag (`run_command`, which every command's `__main__`
+calls instead of absl's `app.run`; its --help exits 0); anything else is a bug or an
+environment failure and shows its traceback. The user-facing exception classes of the
 suite (RunError, ReportError, ConfigMismatch, DirectoryLocked, MetricInputError,
 DataFileError, ArtefactError, ...) derive from UserError; a command turns other exceptions
 it knows to be the user's (a gin parse error, say) into a UserError where it catches them.
@@ -71,10 +73,14 @@ def cli_main(main):
 
     @functools.wraps(main)
     def wrapper(argv):
+        from absl import app
+
         try:
             return main(argv)
         except UserError as error:
             message = user_message(error)
+        except app.UsageError as error:           # absl would print the whole usage, exit 1
+            message = f"{error} (--help lists the flags)"
         except OSError as error:
             if error.errno not in STORAGE_ERRNOS:
                 raise
@@ -97,6 +103,32 @@ def storage_message(error: OSError) -> str:
         text = str(error).split("] ", 1)[-1]        # atomic.naming_error: names the file
     return (f"{text} (free space, or write somewhere writable; nothing partial was kept "
             "as final, so the same command resumes once it can write)")
+
+
+#: the flags that ask for a command's help
+HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull")
+
+
+def run_command(main) -> None:
+    """`absl.app.run(main)` with the suite's policy where absl has its own: --help (-h,
+    --helpshort; --helpfull with absl's flags too) prints the command's docstring and flags
+    on stdout and exits 0, and an unknown or malformed flag is one line `error: ...` on
+    stderr and exit 2 (absl exits 1 for both). `main` goes through `cli_main`."""
+    from absl import app, flags
+
+    def parse(argv):
+        asked = [a for a in argv[1:] if a.split("=")[0] in HELP_FLAGS]
+        if asked:
+            app.usage(shorthelp=not any(a.startswith("--helpfull") for a in asked),
+                      writeto_stdout=True)
+            sys.exit(0)
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            print(f"error: {error} (--help lists the flags)", file=sys.stderr)
+            sys.exit(USER_ERROR_EXIT)
+
+    app.run(main, flags_parser=parse)
 
 
 def uses_cli_policy(main) -> bool:

@@ -16,7 +16,7 @@ import sys
 from absl import app, flags
 
 from benchmark import stats
-from benchmark.errors import UserError, cli_main
+from benchmark.errors import UserError, cli_main, run_command
 
 FLAGS = flags.FLAGS
 
@@ -61,4 +61,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -1,7 +1,7 @@
 """The runner processes of a study: start one, and stop them all on Ctrl-C.
 
 Kept apart from benchmark/study.py, which registers gin configurables, so that a Ray worker
-can import `run_command` by name: a function of a module run as `__main__` (`python -m
+can import `run_in_worker` by name: a function of a module run as `__main__` (`python -m
 benchmark.study`) would be pickled by value, with the module's lock, and fail.
 """
 
@@ -60,7 +60,7 @@ def stop_runs(grace: float = STOP_GRACE_SECONDS) -> int:
     return len(live)
 
 
-def run_command(command: list[str], cwd: str | None = None) -> tuple[int, str]:
+def run_in_worker(command: list[str], cwd: str | None = None) -> tuple[int, str]:
     """Runs one runner command in a Ray worker; (exit code, tail of its stderr). Nothing
     here is shared with the driver (Ray stops its workers when the study ends)."""
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,

@@ -46,8 +46,9 @@ from benchmark import hypotheses as hypotheses_lib
 from benchmark import results as results_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
-from benchmark.errors import UserError, cli_main
+from benchmark.errors import UserError, cli_main, run_command
 from benchmark.stats import drop_test
+from perturbations.artefact import artefact_warnings
 
 FLAGS = flags.FLAGS
 
@@ -425,7 +426,10 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path,
                   [f"{m}\n{d}" + (f"\n{s}" if s else "") for d, m, s in labels], fontsize=8)
     worse = ("variant − original" if column in LOWER_IS_BETTER
              else "original − variant")
-    ax.set_ylabel(f"drop of {column}\n({worse}; mean, 95% CI)", fontsize=8)
+    any_interval = any(d["ci_low"] is not None for d in rows)
+    ax.set_ylabel(f"drop of {column}\n({worse}; mean"
+                  + (", 95% CI where both sides have 2+ runs)" if any_interval
+                     else "; one run a side: no interval)"), fontsize=8)
     ax.legend(fontsize=7)
     _save(fig, path)
     return True
@@ -682,6 +686,30 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
     return lines + [""]
 
 
+def artefact_warning_lines(records: list[dict], table, study: dict) -> list[str]:
+    """A section that opens the report when an artefact the study used is flagged by its
+    own evidence: what its runs recorded when they loaded it (the table's
+    `artefact_warnings`), and what the artefact's evidence.json says now (study.json's
+    artefacts: runs written before the warnings were recorded)."""
+    found = {}
+    if "artefact_warnings" in table:
+        for record, text in zip(records, table["artefact_warnings"]):
+            if isinstance(text, str) and text:
+                found.setdefault(record["variant"], set()).update(text.split("; "))
+    for dataset, variants in study.get("settings", {}).get("artefacts", {}).items():
+        for variant, directory in (variants or {}).items():
+            for warning in artefact_warnings(directory) if isinstance(directory, str) else []:
+                found.setdefault(f"{variant} ({directory})", set()).add(warning)
+    if not found:
+        return []
+    lines = ["## Warning: a flagged artefact", "",
+             "These arms read an artefact whose own evidence argues against it; their drops "
+             "say nothing about the manipulation it was meant to be:", ""]
+    lines += [f"- **{arm}**: {'; '.join(sorted(warnings))}" for arm, warnings in
+              sorted(found.items())]
+    return lines + [""]
+
+
 def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
@@ -715,6 +743,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
+    lines += artefact_warning_lines(records, table, study)
     lines += hypothesis_lines(hypotheses, study)
     if "MIG" in metric_columns:
         lines += headline(summary, drops, "MIG") + power_lines(power_rows(drops, "MIG"))
@@ -777,7 +806,8 @@ def scale_line(table: pd.DataFrame, groups: dict, excluded: dict | None = None) 
     seeds = [len(groups.get(key, [])) + excluded.get(key, 0)
              for key in set(groups) | set(excluded)]
     return (f"**Scale:** {_span(table['steps'])} training steps per run at batch "
-            f"{batch_text}; {_span(seeds)} seeds per group (model × dataset × variant × "
+            f"{batch_text}; {_span(seeds)} seed{'' if _span(seeds) == '1' else 's'} per "
+            "group (model × dataset × variant × "
             "setting).")
 
 
@@ -832,4 +862,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -360,6 +360,8 @@ def row(result: dict) -> dict:
            "fingerprint": result.get("fingerprint"), "steps": result.get("steps"),
            "train_seconds": result.get("train_seconds"),
            "wall_seconds": result.get("wall_seconds")}
+    if dataset.get("artefact_warnings"):      # what the artefact's evidence said at run time
+        out["artefact_warnings"] = "; ".join(map(str, dataset["artefact_warnings"]))
     out.update({f"{CONFIG}{k}": v for k, v in sorted(result["hyperparameters"].items())})
     out.update({k: math.nan if v is None else v for k, v in sorted(result["scalars"].items())})
     out.update({f"error/{k}": v for k, v in sorted(result["errors"].items())})

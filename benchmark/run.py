@@ -51,7 +51,7 @@ from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path, temporaries_of, write_json
 from benchmark.data import load_data, pipeline
-from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.lock import LOCK_NAME, directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
@@ -108,7 +108,8 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  log_every: int = 100, jit_compile: bool = False,
                  pair_rate: float = 6.0, health_points: int = 1000,
                  figures: bool = True, precision: str = "float32",
-                 shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS) -> dict:
+                 shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS,
+                 metric_points: int | None = None) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -125,6 +126,10 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
       (float sums split over another number of threads round differently). The default, 2,
       is what TensorFlow chose on the 2-core machine the published runs were trained on
       (benchmark/machine.py); another count is another configuration (fingerprint).
+    metric_points: caps every metric's sample sizes (points, votes, pool rows), and
+      eval_points and health_points, at this many, e.g. 300 for a smoke test in seconds;
+      None: each metric's own settings (dlib's 10,000-point samples). The capped settings
+      are recorded with the scores.
     Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
@@ -138,6 +143,10 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     log_every = _count("log_every", log_every, 1)
     eval_points = _count("eval_points", eval_points, 2)
     health_points = _count("health_points", health_points, 2)
+    if metric_points is not None:       # a smoke test: every evaluation sample capped
+        metric_points = _count("metric_points", metric_points, 10)
+        eval_points = min(eval_points, metric_points)
+        health_points = min(health_points, metric_points)
     if (not isinstance(metrics, (list, tuple))
             or not all(isinstance(m, str) for m in metrics)):
         raise RunError(f"run.metrics must be a list of metric names, found {metrics!r}")
@@ -155,7 +164,8 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                 eval_points=eval_points, checkpoint_every=checkpoint_every,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
                 health_points=health_points, figures=figures, precision=precision,
-                shared_eval_sample=shared_eval_sample, threads=threads)
+                shared_eval_sample=shared_eval_sample, threads=threads,
+                metric_points=metric_points)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -364,7 +374,8 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
                         "python -m benchmark.run, to pin it)", settings["threads"],
                         threads or "its default")
     try:        # metric settings are checked before any data is loaded or step trained
-        metrics_lib.resolve_settings(settings["metrics"], settings["seed"])
+        metrics_lib.resolve_settings(settings["metrics"], settings["seed"],
+                                     max_points=settings["metric_points"])
     except ValueError as error:
         raise RunError(f"metric settings: {error}") from None
     try:
@@ -381,6 +392,8 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
         if not overwrite and prepare_directory(output_dir, ident, overwrite=False):
             return output_dir
         data, model = built or _build(settings)     # every setting checked ...
+        for warning in data.describe().get("artefact_warnings", []):
+            logging.warning("data.artefact %s: %s", data.describe().get("artefact"), warning)
         if overwrite:                               # ... before anything is removed
             prepare_directory(output_dir, ident, overwrite=True)
         try:
@@ -436,7 +449,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     metric_settings = metrics_lib.resolve_settings(
         settings["metrics"], settings["seed"],
         code_is_discrete=bool(getattr(model, "code_is_discrete", False)),
-        shared_sample=settings["shared_eval_sample"])
+        shared_sample=settings["shared_eval_sample"], max_points=settings["metric_points"])
     sample = None
     start_eval = time.perf_counter()
     if settings["shared_eval_sample"]:       # eval_codes.npz: the shared sample's first rows
@@ -505,4 +518,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

@@ -31,7 +31,7 @@ from absl import app, flags
 
 from benchmark import machine
 from benchmark.atomic import write_json
-from benchmark.errors import cli_main
+from benchmark.errors import cli_main, run_command
 
 FLAGS = flags.FLAGS
 
@@ -267,4 +267,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -39,9 +39,10 @@ from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import write_json
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
-from benchmark.errors import USER_ERROR_EXIT, ConfigError, cli_main, user_errors
+from benchmark.errors import (USER_ERROR_EXIT, ConfigError, cli_main, run_command,
+                              user_errors)
 from benchmark.lock import LOCKED_MARK, directory_lock, is_locked
-from benchmark.processes import _STOPPING, run_command, run_one, stop_runs
+from benchmark.processes import _STOPPING, run_in_worker, run_one, stop_runs
 
 FLAGS = flags.FLAGS
 
@@ -442,7 +443,7 @@ def _ray_map(commands: dict, address: str | None):
             raise RuntimeError(f"the local Ray instance came up on {node_ip}, expected "
                                f"127.0.0.1 ({refusal}); it was shut down")
     try:
-        remote = ray.remote(num_cpus=1)(run_command)
+        remote = ray.remote(num_cpus=1)(run_in_worker)
         refs = {remote.remote(cmd, os.getcwd()): name for name, cmd in commands.items()}
         pending = list(refs)
         while pending:
@@ -480,4 +481,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

@@ -112,7 +112,7 @@ def cliff_vae(beta: float = 10.0, lambda_a: float = 1.0, lambda_uni: float = 0.5
         terms = cliff_terms(mean, sigma)
         cliff = (lambda_uni * terms["uni"] + lambda_biv * terms["biv"]
                  + lambda_kl_uni * terms["kl_uni"])
-        return {"regularizer": beta * kl + lambda_a * cliff, "cliff": cliff,
+        return {"regularizer": beta * kl + lambda_a * cliff, "cliff": cliff, "kl": kl,
                 **{f"cliff_{k}": v for k, v in terms.items()}}
     return regularizer
 
@@ -129,6 +129,6 @@ def hfs_vae(beta: float = 1.0, gamma: float = 100.0, delta: float = 1.0):
     def regularizer(kl, mean, logvar, z, step):
         hfs = hausdorff_factorized_support(mean)
         scale = minimal_support_scale(mean)
-        return {"regularizer": beta * kl + gamma * hfs + delta * scale, "hfs": hfs,
+        return {"regularizer": beta * kl + gamma * hfs + delta * scale, "hfs": hfs, "kl": kl,
                 "support_scale": scale}
     return regularizer

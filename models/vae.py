@@ -17,7 +17,9 @@ with reconstruction and KL per example summed over pixels / latents. Regulariser
   001 tunes only lambda_activity over [0.01, 100], Table 11).
 - `ae()`: no regulariser; the AE is `VAE(..., sample_latents=False)` with a mean-only
   encoder (architectures.mean_only): it decodes the mean and has no KL term.
-Each returns a dict of named terms so the training loop logs them all. A regulariser
+Each returns a dict of named terms so the training loop logs them all: 'regularizer' (what
+is added to the loss) and the terms it is made of, 'kl' among them where it uses the KL, so
+a run's log and results show only the terms its objective has. A regulariser
 factory's arguments are its method's settings (gin: `beta_vae.beta = 8`, registered by
 models/configurables.py from the registry entry; models/registry.py).
 """
@@ -40,7 +42,7 @@ def beta_vae(beta: float = 1.0) -> Regularizer:
     check_range("beta_vae.beta", beta, 0.0)
 
     def regularizer(kl, mean, logvar, z, step):
-        return {"regularizer": beta * kl}
+        return {"regularizer": beta * kl, "kl": kl}
     return regularizer
 
 
@@ -74,7 +76,7 @@ def annealed_vae(gamma: float = 1000.0, c_max: float = 25.0,
     def regularizer(kl, mean, logvar, z, step):
         fraction = tf.minimum(tf.cast(step, tf.float32) / float(iteration_threshold), 1.0)
         capacity = c_max * fraction
-        return {"regularizer": gamma * tf.abs(kl - capacity), "capacity": capacity}
+        return {"regularizer": gamma * tf.abs(kl - capacity), "capacity": capacity, "kl": kl}
     return regularizer
 
 
@@ -83,7 +85,7 @@ def beta_tcvae(beta: float = 6.0) -> Regularizer:
 
     def regularizer(kl, mean, logvar, z, step):
         tc = losses.total_correlation_mws(z, mean, logvar)
-        return {"regularizer": kl + (beta - 1.0) * tc, "total_correlation": tc}
+        return {"regularizer": kl + (beta - 1.0) * tc, "total_correlation": tc, "kl": kl}
     return regularizer
 
 
@@ -97,7 +99,7 @@ def dip_vae(lambda_od: float = 10.0, lambda_d_factor: float = 10.0, kind: str = 
     def regularizer(kl, mean, logvar, z, step):
         penalty = losses.dip_regularizer(losses.dip_covariance(mean, logvar, kind),
                                          lambda_od, lambda_d_factor * lambda_od)
-        return {"regularizer": kl + penalty, "dip_penalty": penalty}
+        return {"regularizer": kl + penalty, "dip_penalty": penalty, "kl": kl}
     return regularizer
 
 
@@ -146,8 +148,7 @@ class VAE(TrainableModel):
         reconstruction = tf.reduce_mean(self.reconstruction_loss(images, self.decode(z, True)))
         terms = self.regularizer(kl, mean, logvar, z, step)
         objective = losses.per_pixel(reconstruction, images) if self.per_pixel else reconstruction
-        out = {"loss": objective + terms["regularizer"], "reconstruction": reconstruction,
-               **terms}
-        if self.sample_latents:
-            out["kl"] = kl
-        return out
+        # the terms the objective has: a regulariser that uses the KL returns it ("kl"), one
+        # that does not (a plug-in's own prior, say) shows none
+        return {"loss": objective + terms["regularizer"], "reconstruction": reconstruction,
+                **terms}

@@ -38,6 +38,8 @@ SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise")
 WEIGHTS = "manipulation.weights.h5"
 WEIGHTS_SHA256 = "weights_sha256"
+#: what the suite found about an artefact (perturbations/diagnostics.py writes it)
+EVIDENCE = "evidence.json"
 SUITE_VERSION = "0.1.0"
 MAX_METADATA_BYTES = 1 << 20          # metadata.json is a few KB; refuse anything huge
 #: factor vectors averaged for the texture control's E_w m(w) (the whole grid when smaller)
@@ -232,6 +234,31 @@ def mean_manipulation(network, data: GroundTruthData, max_points: int = TEXTURE_
     return (total / len(factors)).astype(np.float32)
 
 
+def artefact_warnings(directory) -> list[str]:
+    """What an artefact's own evidence.json says against using it, one sentence each: its
+    diagnostics put it below the minimum effect, or it failed its re-adaptation gate.
+    [] when evidence.json says neither or is absent (an artefact never diagnosed); an
+    unreadable evidence.json is itself a warning (a data file, never trusted blindly)."""
+    path = pathlib.Path(directory) / EVIDENCE
+    if not path.is_file():
+        return []
+    try:
+        evidence = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        return [f"its evidence.json cannot be read ({error})"]
+    if not isinstance(evidence, dict):
+        return ["its evidence.json is not a JSON object"]
+    warnings = []
+    if evidence.get("below_minimum_effect") is True:
+        warnings.append("its own diagnostics put it below the minimum effect (evidence.json "
+                        "below_minimum_effect): its perturbation is too small or too little "
+                        "factor-dependent to test anything")
+    if evidence.get("readaptation_gate_passed") is False:
+        warnings.append("it failed its re-adaptation gate (evidence.json "
+                        "readaptation_gate_passed): the game's objective does not prefer it")
+    return warnings
+
+
 def load_variant(data: GroundTruthData, directory, eps: float | None = None,
                  texture: bool = False) -> AdditivePerturbation:
     """`data` perturbed by the artefact in `directory` ('modified' or 'noisy' variant).
@@ -245,6 +272,9 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
     strength = check_eps(metadata["eps"] if eps is None else eps,
                          f"perturbation artefact {directory}" if eps is None else "data.eps")
     provenance = {"artefact": str(directory)}
+    warnings = artefact_warnings(directory)
+    if warnings:           # in describe(): the run's log, results.json and the report
+        provenance["artefact_warnings"] = warnings
     if metadata["kind"] == "noise":
         if texture:
             raise ArtefactError(f"perturbation artefact {directory}: the 'modified_texture' "

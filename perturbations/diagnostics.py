@@ -37,6 +37,7 @@ import numpy as np
 
 from benchmark.atomic import atomic_path, write_json
 from benchmark.data.variants import DEFAULT_EPS, NoisyData, reflect
+from perturbations.artefact import EVIDENCE
 
 DIAGNOSTICS_VERSION = 1
 DEFAULT_IMAGES = 300
@@ -52,7 +53,6 @@ QUANTILES = (0, 1, 5, 25, 50, 75, 95, 99, 100)
 WIDE_RANGE = (-10.0, 10.0)
 #: Factor grids up to this many points are enumerated exactly for the distribution of s.
 MAX_GRID_POINTS = 1 << 21
-EVIDENCE = "evidence.json"
 
 
 def _as_float64(m) -> np.ndarray:

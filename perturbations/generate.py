@@ -39,7 +39,7 @@ from benchmark.data import export, get_dataset, pipeline
 from benchmark.data.subset import FactorSubset
 from benchmark.data.preview import tile_rows
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.lock import directory_lock
 from models.configurables import configured_optimizer
 from models.optimizers import manipulation_adam
@@ -207,12 +207,12 @@ GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
              "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init")
 
 
-def check_game_settings(work_dir, settings: dict, optimizers) -> None:
-    """Records the game's settings (GAME_KEYS and the optimisers' configs) in
-    work_dir/game_settings.json at its first start; a later start in the same work_dir
-    with other settings is a UserError naming each difference, so a resumed checkpoint
-    never continues a game of another configuration. A work_dir with checkpoints but no
-    record (made before the record existed) gets one."""
+def check_game_settings(work_dir, settings: dict, optimizers) -> dict:
+    """The game's settings (GAME_KEYS and the optimisers' configs), checked against
+    work_dir/game_settings.json when a game was started there before: other settings are a
+    UserError naming each difference, so a resumed checkpoint never continues a game of
+    another configuration. Nothing is written here (`record_game_settings` does, when the
+    game starts), so a generation that fails before its game leaves no record behind."""
     work_dir = pathlib.Path(work_dir)
     wanted = {**{k: settings[k] for k in GAME_KEYS},
               "optimizers": [{k: v for k, v in o.get_config().items() if k != "name"}
@@ -220,8 +220,7 @@ def check_game_settings(work_dir, settings: dict, optimizers) -> None:
     wanted = json.loads(json.dumps(wanted))         # as it reads back: tuples -> lists
     record = work_dir / "game_settings.json"
     if not record.exists():
-        write_json(record, wanted)
-        return
+        return wanted
     found = artefact.read_json_object(record, UserError)
     differ = sorted(k for k in set(wanted) | set(found) if wanted.get(k) != found.get(k))
     if differ:
@@ -231,6 +230,16 @@ def check_game_settings(work_dir, settings: dict, optimizers) -> None:
                         for k in differ)
             + "); set generation.work_dir to a new directory, or remove that one to "
             "start over")
+    return wanted
+
+
+def record_game_settings(work_dir, wanted: dict) -> None:
+    """Writes work_dir/game_settings.json (`check_game_settings`' settings) when the game
+    starts, unless it is there (a resumed game; a work_dir with checkpoints made before the
+    record existed gets one now)."""
+    record = pathlib.Path(work_dir) / "game_settings.json"
+    if not record.exists():
+        write_json(record, wanted)
 
 
 def gather_references(settings: dict) -> list[dict]:
@@ -345,8 +354,8 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     reference decoders); None: `manipulation_adam()` (main: gin's `manipulation_adam.*`)."""
     data = generation_data(settings)
     m_optimizer, decoder_optimizer = (o or manipulation_adam() for o in optimizers)
-    check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation", settings,
-                        [m_optimizer, decoder_optimizer])
+    game_settings = check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
+                                        settings, [m_optimizer, decoder_optimizer])
     found = gather_references(settings)
     entangled, disentangled = references.choose(found, settings["ensemble_size"])
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
@@ -362,6 +371,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         reconstruction=settings["reconstruction"], mean_penalty=settings["mean_penalty"],
         neuron_optimizer=scaled_optimizer(m_optimizer, settings["neuron_learning_rate_scale"]))
     work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
+    record_game_settings(work_dir, game_settings)
     training = train_lib.train(
         game, lambda first: pipeline.factor_image_dataset(
             data, 4 * settings["batch_size"], settings["seed"], first),
@@ -442,4 +452,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

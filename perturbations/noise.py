@@ -16,7 +16,7 @@ from absl import app, flags
 
 from benchmark.data import DATASETS
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.errors import cli_main, user_errors
+from benchmark.errors import cli_main, run_command, user_errors
 from perturbations import artefact
 
 FLAGS = flags.FLAGS
@@ -65,4 +65,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

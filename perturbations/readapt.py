@@ -40,7 +40,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
-from benchmark.errors import cli_main, user_errors
+from benchmark.errors import cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
 
@@ -337,4 +337,4 @@ def main(argv):
 if __name__ == "__main__":
     define_flags()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    run_command(main)

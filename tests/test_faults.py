@@ -10,7 +10,6 @@ CPUs the process may use · a run locked before its data loads, a busy run not "
 
 import json
 import os
-import pathlib
 import shutil
 import signal
 import subprocess
@@ -21,7 +20,8 @@ import time
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.cli import ROOT, environment, python_m
+
 TINY = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
         "run.metrics = ['mig']", "mig.num_train = 300", "run.health_points = 32",
         "run.checkpoint_every = 2", "run.figures = False", "model.num_latents = 3",
@@ -29,14 +29,11 @@ TINY = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
 BETA_VAE = ["--gin_file=models/beta_vae.gin", "--gin_file=datasets/dsprites.gin"]
 
 
-def _env(**extra):
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **extra,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+_env = environment
 
 
 def _command(module, *args, cwd=ROOT, timeout=600, **env):
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=_env(**env),
-                          capture_output=True, text=True, timeout=timeout)
+    return python_m(module, *args, cwd=cwd, timeout=timeout, **env)
 
 
 def _run(out, *bindings, overwrite=False, **kwargs):
@@ -79,7 +76,7 @@ def test_d1_another_artefact_under_the_same_path_is_another_configuration(tmp_pa
     _one_line_error(replaced, "holds a run of another configuration", "data.artefact",
                     "metadata_sha256")
     # a study over the same grid sees the change too ("1 finished, 0 ran now" before)
-    study = [f"study.name = 'd1'", f"study.output_dir = '{tmp_path / 'study'}'",
+    study = ["study.name = 'd1'", f"study.output_dir = '{tmp_path / 'study'}'",
              "study.models = {'beta_vae': 'models/beta_vae.gin'}",
              "study.variants = ['noisy']", "study.seeds = [0]", f"study.bindings = {TINY!r}",
              f"study.artefacts = {{'dsprites': {{'noisy': '{artefact}'}}}}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from absl import app, flags, logging
 
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
-from benchmark.errors import cli_main, user_errors
+from benchmark.errors import cli_main, run_command, user_errors
 from perturbations.artefact import load_variant
 
 FLAGS = flags.FLAGS
@@ -58,4 +58,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 from benchmark.data.variants import AdditivePerturbation, NoisyData, reflect
-from benchmark.errors import ConfigError, cli_main
+from benchmark.errors import ConfigError, cli_main, run_command
 
 #: the free factors whose mean is the oracle's scalar s
 ORACLE_FACTORS = ("posX", "posY")
@@ -320,6 +320,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    from absl import app
-
-    app.run(main)          # no flags of its own: absl's --helpfull and logging flags
+    run_command(main)          # no flags of its own: absl's --helpfull and logging flags

@@ -222,15 +222,24 @@ def draw_shared_sample(data, representation_fn, num_rows: int, seed: int
     return factors[:num_rows], codes_array[:num_rows]
 
 
+#: the settings that say how many points, votes or pool rows a metric reads (what
+#: `resolve_settings(max_points=...)` caps)
+SIZE_SETTINGS = ("num_train", "num_test", "num_points", "pool_size", "num_eval",
+                 "num_variance_estimate")
+
+
 def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | None = None,
-                     shared_sample: bool = False) -> dict[str, dict]:
+                     shared_sample: bool = False, max_points: int | None = None
+                     ) -> dict[str, dict]:
     """{metric name: its settings} for the dataset level: every parameter of the metric's
     configurable, its default unless gin binds it (plus the entry's fixed values), 'seed',
     and 'sample': 'shared' when `shared_sample` and the metric reads uniform samples
     (`rows_needed`), else 'own'. Raises ValueError naming the binding when a value is not
     allowed, before any work. `code_is_discrete` (the runner: the model's
     `code_is_discrete`) sets the `discrete` setting of metrics that have one (InfoMEC),
-    unless gin binds it."""
+    unless gin binds it. `max_points` caps every size setting (SIZE_SETTINGS) at that
+    many: a smoke test's scores in seconds (run.metric_points), recorded as the settings
+    they were computed with, so they never share a report column with full-size ones."""
     settings = {}
     for name in check_names(names):
         entry = METRICS[name]
@@ -247,6 +256,9 @@ def resolve_settings(names: Sequence[str], seed: int, code_is_discrete: bool | N
             if values[key] not in allowed:
                 raise ValueError(f"{entry.gin_name}.{key} must be one of "
                                  f"{', '.join(map(repr, allowed))}, found {values[key]!r}")
+        if max_points is not None:
+            values.update({key: min(int(values[key]), int(max_points))
+                           for key in SIZE_SETTINGS if values.get(key) is not None})
         settings[name] = {key: _plain(value) for key, value in values.items()}
         shared = shared_sample and rows_needed(name, settings[name]) is not None
         settings[name].update(level="data", seed=int(seed), sample="shared" if shared else "own")

@@ -20,7 +20,7 @@ from absl import app, flags
 
 from benchmark import config
 from benchmark.atomic import write_json
-from benchmark.errors import UserError, cli_main, user_errors
+from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
                                resolve_settings)
 
@@ -126,4 +126,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from benchmark.errors import cli_main
+from benchmark.errors import cli_main, run_command
 from benchmark.metrics import codes as codes_lib
 
 
@@ -89,7 +89,5 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    from absl import app
-
     define_flags()
-    app.run(main)
+    run_command(main)

@@ -110,6 +110,8 @@ def report_section(run_dirs: Iterable, columns: Sequence[tuple[str, str, str]]
              "", "| columns | metric | settings | runs with settings | legacy runs |",
              "|---|---|---|---|---|"]
     for group, info in summary.items():
+        if not info["recorded"] and not info["legacy"]:
+            continue                   # a metric no run computed
         shown = "unknown (legacy)" if info["settings"] is None else _show(info["settings"])
         lines.append(f"| {', '.join(info['columns'])} | `{group}` | {shown} | "
                      f"{info['recorded']} | {info['legacy']} |")

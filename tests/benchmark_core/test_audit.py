@@ -1,4 +1,8 @@
 import json
+import os
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,6 +12,8 @@ from benchmark import audit, stats
 from perturbations import artefact, manipulation
 from tests.benchmark_core.test_report import _result
 from tests.benchmark_core.test_study import TINY_RUN
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _arms(original, modified=(), noisy=(), pruned=None):
@@ -138,7 +144,15 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
         _result(reference / "runs" / f"p_o{i}", "pcl", "original", i, 0.2, 0.5)
         _result(reference / "runs" / f"p_m{i}", "pcl", "modified", i, 0.21, 0.5, eps=0.1)
     out = tmp_path / "audit"
-    path = audit.run_audit("examples/sparse_vae.gin", "sparse_vae", [0], reference, out)
+    # as a user calls it (issue 29: an in-process test once hid a crash of every audit)
+    called = subprocess.run(
+        [sys.executable, "-m", "benchmark.audit", "--gin_file=examples/sparse_vae.gin",
+         "--seeds=0", f"--reference={reference}", f"--output_dir={out}"], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+            "PYTHONPATH", "")])}, capture_output=True, text=True, timeout=900)
+    assert called.returncode == 0, called.stderr[-3000:]
+    path = out / "audit.md"
+    assert called.stdout.strip().splitlines()[-1] == str(path)
     result = json.loads((out / "audit.json").read_text())
     assert result["verdict"] == "INCONCLUSIVE"          # one seed cannot test a drop
     assert "the method's original arm has" in result["reason"]   # 1 run, or 0 kept

@@ -1,6 +1,10 @@
+import json
+
 import numpy as np
+import pytest
 
 from benchmark import cliff_sanity
+from tests.cli import python_m
 
 
 def test_factors_have_axis_aligned_cliffs_and_the_experiment_runs():
@@ -13,3 +17,12 @@ def test_factors_have_axis_aligned_cliffs_and_the_experiment_runs():
     result = cliff_sanity.run(seeds=1, steps=3, samples=300)
     for method in ("cliff", "ae"):
         assert 0.0 <= result["mcc_spearman"][method]["mean"] <= 100.0
+
+
+@pytest.mark.slow
+def test_the_command_runs_as_a_user_calls_it(tmp_path):
+    out = tmp_path / "cliff.json"
+    result = python_m("benchmark.cliff_sanity", "--seeds=1", "--steps=3", "--samples=300",
+                   f"--out={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 0.0 <= json.loads(out.read_text())["mcc_spearman"]["cliff"]["mean"] <= 100.0

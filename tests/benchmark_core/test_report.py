@@ -265,3 +265,40 @@ def test_scale_line_counts_over_pruned_runs_as_seeds():
     line = report.scale_line(table, {original: [{}] * 3}, {original: 2, modified: 5})
     assert "2,000 training steps" in line and "; 5 seeds per group" in line
     assert "2-5 seeds" in report.scale_line(table, {original: [{}] * 2}, {modified: 5})
+
+
+def test_a_flagged_artefact_opens_the_report_as_a_user_calls_it(study, tmp_path):
+    """Issue 30 item 3: an arm read from an artefact its own evidence flags (below the
+    minimum effect, a failed re-adaptation gate) is said first, from the runs' records and
+    from study.json's artefacts; the command is called as a user calls it."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    artefact = tmp_path / "artefact"
+    artefact.mkdir()
+    (artefact / "evidence.json").write_text(json.dumps({"below_minimum_effect": True}))
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "artefacts": {"dsprites": {"modified": str(artefact)}}}}))
+    run = study / "runs" / "bvae_m0" / "results.json"
+    record = json.loads(run.read_text())
+    record["dataset"]["artefact_warnings"] = ["it failed its re-adaptation gate"]
+    run.write_text(json.dumps(record))
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmark.report", f"--results={study}",
+         f"--out={tmp_path / 'out'}"], cwd=root, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get(
+            "PYTHONPATH", "")])})
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = (tmp_path / "out" / "report.md").read_text()
+    section = text[text.index("## Warning: a flagged artefact"):]
+    assert text.index("## Warning: a flagged artefact") < text.index("## MIG")
+    assert "**modified@0.1**: it failed its re-adaptation gate" in section
+    assert f"**modified ({artefact})**: its own diagnostics put it below the minimum" in section
+    plain = tmp_path / "plain"
+    (study / "study.json").unlink()
+    run.write_text(json.dumps({**record, "dataset": {"name": "dsprites",
+                                                     "variant": "modified", "eps": 0.1}}))
+    assert "flagged artefact" not in report.write_report(study, plain).read_text()

@@ -321,3 +321,27 @@ def test_second_writer_is_refused_naming_the_holder(tmp_path):
         with pytest.raises(DirectoryLocked, match=rf"pid {os.getpid()} .*the first writer"):
             _run_here(out)
     assert not (out / "checkpoints").exists()
+
+
+def test_metric_points_caps_every_evaluation_sample():
+    """Issue 30 item 4: a smoke test in seconds. run.metric_points caps every metric's
+    sample sizes (recorded as its settings) and the evaluation / health samples."""
+    from benchmark import config, metrics, run
+    gin.clear_config()
+    try:
+        config.parse_config([], ["run.metric_points = 300"])
+        settings = run.run_settings()
+    finally:
+        gin.clear_config()
+    assert (settings["metric_points"], settings["eval_points"],
+            settings["health_points"]) == (300, 300, 300)
+    capped = metrics.resolve_settings(["mig", "dci", "factor_vae_score", "infomec"], 0,
+                                      max_points=300)
+    full = metrics.resolve_settings(["mig", "dci", "factor_vae_score", "infomec"], 0)
+    assert capped["mig"]["num_train"] == 300 and full["mig"]["num_train"] == 10000
+    assert (capped["dci"]["num_train"], capped["dci"]["num_test"]) == (300, 300)
+    assert capped["factor_vae_score"]["pool_size"] == 300
+    assert capped["factor_vae_score"]["num_train"] == 300
+    assert capped["mig"]["batch_size"] == full["mig"]["batch_size"]     # not a size
+    assert metrics.shared_rows({k: {**v, "sample": "shared"} for k, v in capped.items()
+                                if k != "factor_vae_score"}) == 600

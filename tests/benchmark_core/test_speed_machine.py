@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmark import machine, speed
+from tests.cli import python_m
 
 
 def test_cpu_description_names_the_cpu_and_known_flags():
@@ -45,3 +46,14 @@ def test_time_steps_runs_every_repeat_on_its_own_batches():
     seconds = speed.time_steps(step, batches=list(range(10)), repeats=3, steps=4)
     assert len(seconds) == 3 and all(s >= 0 for s in seconds)
     assert seen == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]
+
+
+@pytest.mark.slow
+def test_the_train_benchmark_runs_as_a_user_calls_it(tmp_path):
+    """A tiny `benchmark.speed train` as a subprocess (no timing asserted)."""
+    out = tmp_path / "speed.json"
+    result = python_m("benchmark.speed", "train", "--model=ae", "--train_steps=1", "--repeats=1",
+                   f"--out={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = out.read_text()
+    assert '"ae"' in text and machine.cpu_description()["model"] in text

@@ -35,6 +35,14 @@ def _cli(out, *extra):
             *[f"--gin_bindings={b}" for b in bindings]]
 
 
+def _failing_gin(directory) -> str:
+    """A model's gin file that parses (so the study starts it) but fails when its run loads
+    the data: a factor class dSprites does not have."""
+    path = directory / "broken.gin"
+    path.write_text("include 'models/ae.gin'\ndata.fixed_factors = {'shape': 99}\n")
+    return str(path)
+
+
 def test_grid_expansion_and_validation(tmp_path):
     settings = study.study_settings(
         name="g", output_dir=str(tmp_path), models={"beta_vae": "papers/zietlow2021/"
@@ -155,8 +163,7 @@ def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
     if importlib.util.find_spec("ray") is None:     # not importorskip: importing Ray
         pytest.skip("Ray is an optional extra")       # here would defeat its loopback switch
     out = tmp_path / "study"
-    settings = _settings(out, models={"ae": "models/ae.gin",
-                                      "broken": "models/no_such_model.gin"},
+    settings = _settings(out, models={"ae": "models/ae.gin", "broken": _failing_gin(tmp_path)},
                          variants=["original"])
     summary = study.execute(settings, backend="ray")
     assert summary["ran"] == ["ae_dsprites_original_seed0"]

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from benchmark import study
-from tests.benchmark_core.test_study import _settings
+from tests.benchmark_core.test_study import _failing_gin, _settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -54,7 +54,7 @@ def test_local_ray_backend_listens_on_loopback_only(tmp_path, monkeypatch):
             yield item
 
     monkeypatch.setattr(study, "_ray_map", inspect_while_running)
-    settings = _settings(tmp_path / "study", models={"broken": "models/no_such_model.gin"},
+    settings = _settings(tmp_path / "study", models={"broken": _failing_gin(tmp_path)},
                          variants=["original"])
     summary = study.execute(settings, backend="ray")
     assert summary["failed"] == ["broken_dsprites_original_seed0"]   # a Ray task ran it

@@ -70,3 +70,21 @@ def test_paper001_methods_train_at_their_papers_loss_scale():
     expected = (float(terms["reconstruction"]) / 4096 + tripod.lambda_klm * float(terms["klm"])
                 + tripod.lambda_nhp * float(terms["hessian_penalty"]))
     assert float(terms["loss"]) == pytest.approx(expected, rel=1e-4)
+
+
+def test_a_run_shows_only_the_terms_its_objective_has():
+    """Issue 30 item 7: the KL appears where the regulariser uses it, not for a plug-in
+    whose objective has none (it used to log kl= for every VAE)."""
+    from models.registry import make_model
+    images = tf.constant(np.random.default_rng(0).random((8, 64, 64, 1)), tf.float32)
+    beta = make_model((64, 64, 1), method="beta_vae", num_latents=3)
+    assert {"loss", "reconstruction", "regularizer", "kl"} <= set(
+        beta.loss_terms(images, step=0, seed=[1, 2]))
+
+    def laplace_prior(kl, mean, logvar, z, step):
+        l1 = tf.reduce_mean(tf.reduce_sum(tf.abs(z), axis=1))
+        return {"regularizer": l1, "l1": l1}
+
+    plugin = make_model((64, 64, 1), method="vae", num_latents=3, regularizer=laplace_prior)
+    assert set(plugin.loss_terms(images, step=0, seed=[1, 2])) == {
+        "loss", "reconstruction", "regularizer", "l1"}

@@ -210,3 +210,20 @@ def test_texture_control_adds_the_mean_of_m_to_every_image(tmp_path):
                                         "fixed_factors": ELLIPSE})
     with pytest.raises(artefact.ArtefactError, match="needs a manipulation artefact"):
         make_variant(ellipse, "modified_texture", artefact=str(noise))
+
+
+def test_an_artefact_flagged_by_its_evidence_says_so_in_its_description(tmp_path):
+    """Issue 30 item 3: what evidence.json says against an artefact travels with the data
+    (describe() -> the run's log and results.json -> the report)."""
+    data = _small_dsprites(tmp_path / "in")
+    noise = _write(tmp_path / "noise", {**NOISE, "factor_sizes": list(data.factor_sizes)})
+    assert "artefact_warnings" not in make_variant(data, "noisy", artefact=str(noise)).describe()
+    (noise / "evidence.json").write_text(json.dumps({"below_minimum_effect": True,
+                                                     "readaptation_gate_passed": False}))
+    warnings = make_variant(data, "noisy", artefact=str(noise)).describe()["artefact_warnings"]
+    assert len(warnings) == 2 and "below the minimum effect" in warnings[0]
+    assert "re-adaptation gate" in warnings[1]
+    (noise / "evidence.json").write_text("{")
+    assert "cannot be read" in artefact.artefact_warnings(noise)[0]
+    (noise / "evidence.json").write_text(json.dumps({"below_minimum_effect": False}))
+    assert artefact.artefact_warnings(noise) == []

@@ -177,10 +177,15 @@ def test_initial_manipulation_depends_on_the_seed_only():
 def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
     from benchmark.errors import UserError
     from models.optimizers import manipulation_adam
-    from perturbations.generate import check_game_settings, generation_settings
+    from perturbations.generate import (check_game_settings, generation_settings,
+                                        record_game_settings)
 
     settings = generation_settings(mean_penalty=4096.0, reference_runs=("a", "b"))
-    check_game_settings(tmp_path, settings, [manipulation_adam(1e-3)] * 2)
+    wanted = check_game_settings(tmp_path, settings, [manipulation_adam(1e-3)] * 2)
+    # issue 30 item 3: nothing is recorded until the game starts (a generation that
+    # failed before it used to leave a record that refused the corrected command)
+    assert not (tmp_path / "game_settings.json").exists()
+    record_game_settings(tmp_path, wanted)
     recorded = json.loads((tmp_path / "game_settings.json").read_text())
     assert recorded["mean_penalty"] == 4096.0 and recorded["reference_runs"] == ["a", "b"]
     # the same game (and more updates of it) resumes

@@ -1,0 +1,59 @@
+"""Every command as a user calls it (`python -m ...` in a subprocess; issue 29 item 1, issue
+31 item 5): --help exits 0 and shows the command's own docstring and flags, an unknown
+flag and a usage mistake are one line `error: ...` and exit 2. Each command's tiny real
+invocation is tested beside its functions (named in TINY_RUN_TESTS)."""
+
+import pytest
+
+from tests.cli import ROOT, python_m
+from tests.test_cli_imports import COMMANDS
+
+#: where each command's tiny real invocation runs as a subprocess
+TINY_RUN_TESTS = {
+    "benchmark.run": "tests/benchmark_core/test_run.py",
+    "benchmark.study": "tests/benchmark_core/test_study.py",
+    "benchmark.report": "tests/benchmark_core/test_report.py",
+    "benchmark.audit": "tests/benchmark_core/test_audit.py",
+    "benchmark.power": "tests/benchmark_core/test_stats.py",
+    "benchmark.curves": "tests/benchmark_core/test_curves.py",
+    "benchmark.speed": "tests/benchmark_core/test_speed_machine.py",
+    "benchmark.cliff_sanity": "tests/benchmark_core/test_cliff_sanity.py",
+    "benchmark.metrics.__main__": "tests/metrics/test_registry_cli.py",
+    "benchmark.metrics.alignment": "tests/metrics/test_alignment.py",
+    "benchmark.data.__main__": "tests/data/test_export_and_cli.py",
+    "perturbations.generate": "tests/perturbations/test_generate.py",
+    "perturbations.noise": "tests/test_faults.py",
+    "perturbations.inspect": "tests/perturbations/test_diagnostics.py",
+    "perturbations.readapt": "tests/perturbations/test_generate.py",
+}
+
+
+def _module(command: str) -> str:
+    return command.removesuffix(".__main__")
+
+
+def _call(command: str, *args):
+    return python_m(_module(command), *args, timeout=300)
+
+
+def test_every_command_has_a_tiny_run_test():
+    assert set(TINY_RUN_TESTS) == set(COMMANDS)
+    for command, path in TINY_RUN_TESTS.items():
+        text = (ROOT / path).read_text(encoding="utf-8")
+        assert f'"{_module(command)}"' in text or f"'{_module(command)}'" in text, \
+            f"{path} runs no `python -m {_module(command)}`"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_exits_0_and_an_unknown_flag_is_one_line(command):
+    import importlib
+    doc = importlib.import_module(command).__doc__ or ""
+    shown = _call(command, "--help")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert doc.strip().splitlines()[0].strip() in shown.stdout
+    bad = _call(command, "--no_such_flag=1")
+    assert bad.returncode == 2, bad.stderr[-2000:]
+    lines = bad.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "no_such_flag" in lines[-1]
+    assert "Traceback" not in bad.stderr
