@@ -3,7 +3,7 @@
 [--margin_fraction=0.5]
 
 Audits one method (any model of the suite, or the user's own: see models/registry.py and
-README "Audit a new method") for paper 002's question: does its disentanglement depend
+docs/studies.md, "Audit a new method") for paper 002's question: does its disentanglement depend
 on the local structure that the manipulation removes?
 1. trains it on original, modified and noisy dSprites for several seeds, with the settings
    of the reference study (the same steps, metrics and modified artefact, read from the

@@ -3,7 +3,7 @@
 Network (appendix B.1): disentanglement_lib's deconvolutional decoder whose input MLP is
 extended by a single-neuron hidden layer, input = ground-truth factors w, output bounded
 by tanh so ||m(w)||_inf <= 1 (sec. 4.4); x' = reflect(x + eps m(w)).
-Choices where the paper is silent (also in the README):
+Choices where the paper is silent (also in docs/perturbations.md):
 - w enters as factor classes scaled to [0, 1] (class / (size - 1)), so every factor has
   the same range whatever its number of values;
 - the single neuron is linear (a ReLU neuron could die and leave m constant); the rest of

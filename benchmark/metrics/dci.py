@@ -14,7 +14,7 @@ with entropies in base K (factors) and D (dims). Classifiers:
   any monotone function of it bin identically): such dims are found first (`tied_columns`),
   one of each group is fitted, and its credit is shared evenly by the group, as the exact
   GBT's randomised tie-breaking does in expectation. Many times faster than 'gbt' on
-  dSprites' 40- and 32-class factors (README, Metrics: times and agreement with 'gbt' on
+  dSprites' 40- and 32-class factors (docs/metrics.md: times and agreement with 'gbt' on
   trained codes).
 - 'gbt' (disentanglement_lib's exact choice): sklearn GradientBoostingClassifier with
   default settings. dlib leaves it unseeded; here the seed comes from `rng`, so the same

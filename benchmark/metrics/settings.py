@@ -14,7 +14,7 @@ column) and each metric's execution-only settings (encode batch size, parallel j
 Legacy results: results.json files written before settings were recorded (every published
 results/*/results.json up to issue 20) have no `metric_settings`; their settings are
 unknown. They are never refused (the suite's defaults of their time are stated in the
-README's Metrics section) and the report's settings table counts them per column.
+docs/metrics.md) and the report's settings table counts them per column.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def report_section(run_dirs: Iterable, columns: Sequence[tuple[str, str, str]]
              "The settings behind every score (recorded per run in results.json, "
              "`metric_settings`); one column holds scores of one setting only (seeds and the "
              "code kind may differ). Runs written before settings were recorded (legacy) "
-             "have unknown settings: the suite's defaults of their time (README, Metrics).",
+             "have unknown settings: the suite's defaults of their time (docs/metrics.md).",
              "", "| columns | metric | settings | runs with settings | legacy runs |",
              "|---|---|---|---|---|"]
     for group, info in summary.items():
