@@ -22,8 +22,9 @@ $(VENV)/.installed-test: setup.py | $(PY)
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# The quickstart study: AE, beta-VAE, PCL on procedural dSprites, original / noisy /
-# modified (results/perturbations/dsprites_modified), then its report.
+# The quickstart study (gin_configs/studies/quickstart.gin): beta-VAE on the ellipse
+# dSprites, original / a known factor-dependent mixing (wave) / noise of the same energy,
+# 3 seeds each, then its report (hypotheses and intervals first).
 quickstart: install
 	$(PY) -m benchmark.study --gin_file=studies/quickstart.gin
 	$(PY) -m benchmark.report --results=runs/quickstart --verbosity=-1

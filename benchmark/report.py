@@ -739,7 +739,11 @@ def write_report(results_dir, out=None) -> pathlib.Path:
                                            "drop", "p_welch", "p_bh", "ci_low", "ci_high",
                                            "ci_method", "n_original", "n_other"])
     swept = sweeps(records)
-    lines = [f"# Report: {results_dir}", "", scale_line(table, groups, excluded), "",
+    scope = study.get("settings", {}).get("scope")
+    lines = [f"# Report: {results_dir}", "",
+             *([f"**What this study can show:** {scope}", ""] if isinstance(scope, str)
+               and scope else []),
+             scale_line(table, groups, excluded), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]

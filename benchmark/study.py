@@ -78,7 +78,7 @@ class RunSpec:
 def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
-                   source: str = "auto", hypotheses=()) -> dict:
+                   source: str = "auto", hypotheses=(), scope: str = "") -> dict:
     """The grid.
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
@@ -97,6 +97,8 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
       (benchmark/hypotheses.py); validated here and written into study.json before any
       run trains, tested and shown first by the report. Absent from the settings when
       empty, so studies without them keep their settings unchanged.
+    scope: what the study can and cannot show at its scale, in a sentence or two; the
+      report opens with it (absent from the settings when empty, like hypotheses).
     """
     models = dict(models)
     if not models:
@@ -123,6 +125,10 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                     bindings=list(bindings), source=source)
     registered = hypotheses_lib.normalise(hypotheses)
     hypotheses_lib.check_grid(registered, models, datasets, variants)
+    if not isinstance(scope, str):
+        raise ValueError(f"study.scope must be a text, found {scope!r}")
+    if scope:
+        settings["scope"] = scope
     if registered:
         settings["hypotheses"] = registered
     return settings

@@ -206,9 +206,11 @@ def _grid_or_sample(data: GroundTruthData, num_images: int | None, seed: int) ->
     return data.sample_factors(int(num_images), np.random.default_rng(seed))
 
 
-def mean_abs_change(perturbed: AdditivePerturbation, num_images: int | None = None,
-                    seed: int = 0, batch_size: int = 512) -> float:
-    """mean |x' - x| over images and pixels (float in [0, 1]): every image of the grid when
+def mean_change(perturbed: AdditivePerturbation, num_images: int | None = None,
+                seed: int = 0, batch_size: int = 512, power: int = 1) -> float:
+    """mean |x' - x|^power over images and pixels (float in [0, 1]): power 1 the mean
+    absolute change, power 2 the energy per pixel (what a squared-error objective sees;
+    times the pixels of an image, the energy per image). Every image of the grid when
     num_images is None (fine for the 1,024-image reduced dSprites), else a seeded sample."""
     factors = _grid_or_sample(perturbed, num_images, seed)
     total = 0.0
@@ -216,18 +218,25 @@ def mean_abs_change(perturbed: AdditivePerturbation, num_images: int | None = No
         chunk = factors[start:start + batch_size]
         diff = perturbed.observations_from_factors(chunk) - \
             perturbed.base.observations_from_factors(chunk)
-        total += float(np.abs(diff, dtype=np.float64).sum())
+        total += float((np.abs(diff, dtype=np.float64) ** power).sum())
     return total / (len(factors) * float(np.prod(perturbed.observation_shape)))
 
 
+def mean_abs_change(perturbed: AdditivePerturbation, num_images: int | None = None,
+                    seed: int = 0, batch_size: int = 512) -> float:
+    """mean |x' - x| over images and pixels (`mean_change` with power 1)."""
+    return mean_change(perturbed, num_images, seed, batch_size)
+
+
 def matched_noise_eps(perturbed: AdditivePerturbation, noise_seed: int = 0,
-                      num_images: int | None = None, seed: int = 0, rtol: float = 1e-5
-                      ) -> float:
-    """The eps of `NoisyData(perturbed.base, eps, noise_seed)` whose mean |x' - x| equals
-    `perturbed`'s (same images: the grid, or the same seeded sample), by bisection on
-    (0, 1] (the noise arm's mean |x' - x| grows with eps). ValueError when even eps = 1
-    changes the images less than `perturbed` does."""
-    target = mean_abs_change(perturbed, num_images, seed)
+                      num_images: int | None = None, seed: int = 0, rtol: float = 1e-5,
+                      power: int = 1) -> float:
+    """The eps of `NoisyData(perturbed.base, eps, noise_seed)` whose mean |x' - x|^power
+    (power 1: mean absolute change; 2: energy) equals `perturbed`'s (same images: the
+    grid, or the same seeded sample), by bisection on (0, 1] (the noise arm's change grows
+    with eps). ValueError when even eps = 1 changes the images less than `perturbed`
+    does."""
+    target = mean_change(perturbed, num_images, seed, power=power)
     factors = _grid_or_sample(perturbed, num_images, seed)
     images = perturbed.base.observations_from_factors(factors)
     unit = NoisyData(perturbed.base, eps=1.0, seed=noise_seed).delta(factors)
@@ -235,12 +244,12 @@ def matched_noise_eps(perturbed: AdditivePerturbation, noise_seed: int = 0,
     def change(eps: float) -> float:          # NoisyData's arithmetic, in float32
         noisy = unit * np.float32(eps)
         noisy += images
-        return float(np.abs(reflect(noisy) - images, dtype=np.float64).mean())
+        return float((np.abs(reflect(noisy) - images, dtype=np.float64) ** power).mean())
 
     low, high = 0.0, 1.0
     if change(high) < target:
-        raise ValueError(f"no noise eps in (0, 1] matches mean |x' - x| = {target:.4f} "
-                         f"(eps 1 gives {change(high):.4f})")
+        raise ValueError(f"no noise eps in (0, 1] matches mean |x' - x|^{power} = "
+                         f"{target:.4f} (eps 1 gives {change(high):.4f})")
     while high - low > rtol * high:
         mid = 0.5 * (low + high)
         low, high = (mid, high) if change(mid) < target else (low, mid)

@@ -302,3 +302,12 @@ def test_a_flagged_artefact_opens_the_report_as_a_user_calls_it(study, tmp_path)
     run.write_text(json.dumps({**record, "dataset": {"name": "dsprites",
                                                      "variant": "modified", "eps": 0.1}}))
     assert "flagged artefact" not in report.write_report(study, plain).read_text()
+
+
+def test_a_study_scope_opens_the_report(study, tmp_path):
+    """Issue 30 item 1: the report opens with what the study can and cannot show."""
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "scope": "A demonstration at 800 steps; it says nothing about X."}}))
+    text = report.write_report(study, tmp_path / "out").read_text()
+    assert text.splitlines()[2] == ("**What this study can show:** A demonstration at 800 "
+                                    "steps; it says nothing about X.")

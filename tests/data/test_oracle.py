@@ -7,6 +7,7 @@ from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.oracle import (ORACLE_EPS, ORACLE_FIXED_FACTORS, WAVE_PERIODS, OracleData,
                                    TextureData, WaveData, WaveTextureData, arm_magnitudes,
                                    local_factor_gram, matched_noise_eps, mean_abs_change,
+                                   mean_change,
                                    oracle_pattern, wave_delta)
 from benchmark.data.subset import FactorSubset
 from benchmark.data.variants import NoisyData
@@ -75,6 +76,20 @@ def test_arms_have_matched_mean_change(reduced):
     assert noisy == pytest.approx(mean_abs_change(oracle, num_images=200, seed=1), rel=0.05)
     with pytest.raises(ValueError, match="no noise eps"):
         matched_noise_eps(NoisyData(reduced, eps=1.0, seed=0), noise_seed=1, num_images=50)
+
+
+def test_noise_matched_in_energy_has_the_waves_energy_per_image(reduced):
+    """The quickstart's control: uniform noise matched to the wave in mean (x' - x)^2 (what
+    a squared error sees), which differs from the match in mean |x' - x|."""
+    wave = WaveData(reduced, eps=0.3)
+    by_energy = matched_noise_eps(wave, num_images=300, power=2)
+    by_abs = matched_noise_eps(wave, num_images=300)
+    energy = mean_change(wave, num_images=300, power=2)
+    assert mean_change(NoisyData(reduced, by_energy, seed=0), num_images=300, power=2) == \
+        pytest.approx(energy, rel=1e-3)
+    assert by_energy < by_abs          # noise spreads its energy: less of it at equal |x' - x|
+    assert mean_change(wave, num_images=300, power=1) == pytest.approx(
+        mean_abs_change(wave, num_images=300))
 
 
 def test_variants_through_make_variant_and_gin(reduced):
