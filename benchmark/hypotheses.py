@@ -109,10 +109,12 @@ def normalise(hypotheses) -> list[dict]:
     return out
 
 
-def check_grid(hypotheses: list[dict], models, datasets, variants) -> None:
+def check_grid(hypotheses: list[dict], models, datasets, variants, model_variants=None
+               ) -> None:
     """ValueError when a (normalised) hypothesis names a model, dataset or variant that the
-    study's grid does not train, so a typo fails before the study starts, not in the
-    report. Variants are compared without their strength ('modified@0.1' is 'modified')."""
+    study's grid does not train (model_variants: {model: [variants]} it trains on fewer),
+    so a typo fails before the study starts, not in the report. Variants are compared
+    without their strength ('modified@0.1' is 'modified')."""
     grid = {"model": set(models), "dataset": set(datasets),
             "variant": {v.split("@")[0] for v in variants}}
     for h in hypotheses:
@@ -127,6 +129,12 @@ def check_grid(hypotheses: list[dict], models, datasets, variants) -> None:
             if missing:
                 raise ValueError(f"study.hypotheses {h['id']}: {field} {missing} is not in "
                                  f"the study's grid ({sorted(grid[field])})")
+        for model in dict.fromkeys(needs["model"]):
+            trained = {v.split("@")[0] for v in (model_variants or {}).get(model, variants)}
+            missing = [v for v in dict.fromkeys(needs["variant"]) if v not in trained]
+            if missing:
+                raise ValueError(f"study.hypotheses {h['id']}: model {model!r} is not trained "
+                                 f"on {missing} (study.model_variants: {sorted(trained)})")
 
 
 def _claim(h: dict) -> str:

@@ -78,7 +78,8 @@ class RunSpec:
 def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
-                   source: str = "auto", hypotheses=(), scope: str = "") -> dict:
+                   source: str = "auto", hypotheses=(), scope: str = "",
+                   model_variants=None, battery=None) -> dict:
     """The grid.
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
@@ -99,6 +100,11 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
       empty, so studies without them keep their settings unchanged.
     scope: what the study can and cannot show at its scale, in a sentence or two; the
       report opens with it (absent from the settings when empty, like hypotheses).
+    model_variants: {model name: [variants]}: a model trained on only some of the study's
+      variants (e.g. the AE, the floor, on 'original' alone); other models train on all.
+      Absent from the settings when empty.
+    battery: what the arms mean when the study is an audit's reference
+      (benchmark/audit.py), `check_battery`; absent from the settings when empty.
     """
     models = dict(models)
     if not models:
@@ -123,8 +129,21 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                     datasets=list(datasets), variants=list(variants), artefacts=artefacts,
                     seeds=[int(s) for s in seeds], line_search=line_search,
                     bindings=list(bindings), source=source)
+    model_variants = {m: list(v) for m, v in dict(model_variants or {}).items()}
+    for model, subset in model_variants.items():
+        if model not in models:
+            raise ValueError(f"study.model_variants names model {model!r}, which is not in "
+                             f"study.models ({sorted(models)})")
+        odd = [v for v in subset if v not in variants]
+        if odd or not subset:
+            raise ValueError(f"study.model_variants[{model!r}]: expected a non-empty subset "
+                             f"of study.variants ({list(variants)}), found {subset}")
+    if model_variants:
+        settings["model_variants"] = model_variants
+    if battery:
+        settings["battery"] = check_battery(battery, variants)
     registered = hypotheses_lib.normalise(hypotheses)
-    hypotheses_lib.check_grid(registered, models, datasets, variants)
+    hypotheses_lib.check_grid(registered, models, datasets, variants, model_variants)
     if not isinstance(scope, str):
         raise ValueError(f"study.scope must be a text, found {scope!r}")
     if scope:
@@ -134,14 +153,55 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     return settings
 
 
+def check_battery(battery, variants) -> dict:
+    """A study's battery, checked against its variants: {'manipulated': the variant whose
+    effect an audit tests (e.g. 'wave@0.3'), 'controls': [variants of the same energy that
+    lack the manipulation's dependence on the factors], 'sweep': the base variant whose
+    strengths form the dose-response (optional), 'plane': two factor columns in which the
+    alignment angle is measured (optional, benchmark/metrics/alignment.py)}. Returns it
+    normalised; ValueError naming what was expected and found."""
+    if not isinstance(battery, dict):
+        raise ValueError(f"study.battery: expected a dict, found {battery!r:.100}")
+    unknown = set(battery) - {"manipulated", "controls", "sweep", "plane"}
+    if unknown:
+        raise ValueError(f"study.battery: unknown keys {sorted(unknown)}; expected "
+                         "manipulated, controls, sweep, plane")
+    manipulated, controls = battery.get("manipulated"), battery.get("controls", [])
+    if not isinstance(controls, (list, tuple)) or not all(isinstance(c, str)
+                                                          for c in controls):
+        raise ValueError(f"study.battery['controls']: expected a list of variants, found "
+                         f"{controls!r}")
+    odd = [v for v in [manipulated, *controls] if v not in variants or v == "original"]
+    if odd:
+        raise ValueError(f"study.battery: expected 'manipulated' and 'controls' among the "
+                         f"study's variants other than original ({list(variants)}), found "
+                         f"{odd}")
+    out = {"manipulated": manipulated, "controls": list(controls)}
+    if battery.get("sweep") is not None:
+        sweep = battery["sweep"]
+        if not any(v.split("@")[0] == sweep for v in variants):
+            raise ValueError(f"study.battery['sweep']: expected the base name of a study "
+                             f"variant, found {sweep!r}")
+        out["sweep"] = sweep
+    if battery.get("plane") is not None:
+        plane = battery["plane"]
+        if (not isinstance(plane, (list, tuple)) or len(plane) != 2
+                or not all(isinstance(c, int) and c >= 0 for c in plane)):
+            raise ValueError(f"study.battery['plane']: expected two factor columns, found "
+                             f"{plane!r}")
+        out["plane"] = list(plane)
+    return out
+
+
 def expand(settings: dict) -> list[RunSpec]:
     """Every run of the grid, in a stable order, seed-major (all cells of the first seed,
     then of the second, ...)."""
     specs = []
     for model, gin_file in settings["models"].items():
         param, values = settings["line_search"].get(model, (None, [None]))
+        variants = settings.get("model_variants", {}).get(model, settings["variants"])
         for dataset in settings["datasets"]:
-            for variant in settings["variants"]:
+            for variant in variants:
                 base, _, eps = variant.partition("@")
                 data = [f"data.name = '{dataset}'", f"data.variant = '{base}'",
                         f"data.source = '{settings['source']}'"]

@@ -63,6 +63,28 @@ def test_grid_expansion_and_validation(tmp_path):
         study.study_settings(name="g", output_dir="o", models={"ae": "a"}, variants=["odd"])
 
 
+def test_model_variants_train_a_model_on_a_subset_of_the_variants(tmp_path):
+    common = dict(name="g", output_dir=str(tmp_path), seeds=[0, 1],
+                  models={"beta_vae": "b.gin", "ae": "a.gin"},
+                  variants=["original", "wave@0.3", "noisy@0.4"])
+    settings = study.study_settings(**common, model_variants={"ae": ["original"]})
+    names = {s.name for s in study.expand(settings)}
+    assert len(names) == 3 * 2 + 1 * 2
+    assert "ae_dsprites_original_seed1" in names and "ae_dsprites_wave@0.3_seed0" not in names
+    assert settings["model_variants"] == {"ae": ["original"]}
+    assert "model_variants" not in study.study_settings(**common)   # old studies unchanged
+    with pytest.raises(ValueError, match="subset of study.variants"):
+        study.study_settings(**common, model_variants={"ae": ["wave@0.2"]})
+    with pytest.raises(ValueError, match="not in study.models"):
+        study.study_settings(**common, model_variants={"pcl": ["original"]})
+    drop = {"id": "H1", "test": "drop", "model": "ae", "dataset": "dsprites",
+            "variant": "wave"}
+    with pytest.raises(ValueError, match="'ae' is not trained on"):
+        study.study_settings(**common, model_variants={"ae": ["original"]},
+                             hypotheses=[drop])
+    study.study_settings(**common, hypotheses=[drop])
+
+
 @pytest.mark.slow
 def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     out = tmp_path / "study"
