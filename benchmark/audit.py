@@ -1,29 +1,36 @@
-"""python -m benchmark.audit --gin_file=my_method.gin [--name=NAME] [--seeds=0,1,2]
-[--reference=results/zietlow2021_cpu] [--output_dir=results/audit_NAME] [--alpha=0.05]
-[--margin_fraction=0.5]
+"""python -m benchmark.audit --gin_file=my_method.gin [--name=NAME] [--seeds=0,1,2,3,4]
+[--strengths=0.05,0.1,0.2] [--reference=results/geometry_cpu] [--output_dir=results/audit_NAME]
+[--alpha=0.05] [--margin_fraction=0.5] [--dry_run]
 
 Audits one method (any model of the suite, or the user's own: see models/registry.py and
-docs/studies.md, "Audit a new method") for paper 002's question: does its disentanglement depend
-on the local structure that the manipulation removes?
-1. trains it on original, modified and noisy dSprites for several seeds, with the settings
-   of the reference study (the same steps, metrics and modified artefact, read from the
-   reference's study.json), as a study in --output_dir (resumable; a run counts as
-   finished only with the configuration fingerprint the audit asks for, see study.py);
+docs/studies.md, "Audit a new method") for paper 002's question: does its disentanglement
+depend on the local structure of the data that a factor-dependent perturbation removes?
+The reference study's battery (benchmark/battery.py; default the geometry battery,
+results/geometry_cpu: the ellipse of dSprites, where a wave turns the images' local
+geometry to the diagonal, with noise and a fixed-phase texture of the same energy as
+controls and the wave at four strengths) says which arm is the manipulation and which are
+its controls. A reference without a battery (results/zietlow2021_cpu) has paper 002's:
+modified against noisy.
+1. prints the plan (runs, and the time they take at the reference runs' measured wall
+   time), then trains the method on every arm of the reference for several seeds, with the
+   reference's settings (steps, metrics, artefacts, from its study.json), as a study in
+   --output_dir (resumable; a run counts as finished only with the configuration
+   fingerprint the audit asks for, see study.py);
 2. tests its MIG (benchmark/stats.py: Welch's t-test, Welch t intervals, TOST, the
-   difference of drops) beside the reference study's beta-VAE (the method known to exploit
-   local structure), AE (no disentanglement: the floor) and PCL (known to be robust);
+   difference of drops) beside the reference study's beta-VAE (known to exploit local
+   structure), AE (no disentanglement: the floor) and PCL (the robust control);
 3. writes audit.md and audit.json with a verdict, decided in this order (`verdict`):
-   - positive control: the reference beta-VAE's MIG drop on modified data must itself be
-     significant (one-sided Welch, p < alpha); else INCONCLUSIVE: the study does not show
-     the exploitation it tests for;
+   - positive control: the reference beta-VAE's MIG drop on the manipulated arm must
+     itself be significant (one-sided Welch, p < alpha); else INCONCLUSIVE: the study
+     does not show the exploitation it tests for;
    - floor: the method's original MIG must be significantly above the reference AE's
      (one-sided Welch); else INCONCLUSIVE, "does not disentangle at this scale";
-   - DEPENDS on local structure: a significant MIG drop on modified data (one-sided
-     Welch) and significantly larger than the drop on noisy data (stats.drop_difference),
-     so it is not mere noise sensitivity;
-   - ROBUST: original and modified MIG equivalent within ±margin (TOST at alpha), the
+   - DEPENDS on local structure: a significant MIG drop on the manipulated arm (one-sided
+     Welch), significantly larger than the drop on every control (stats.drop_difference),
+     so it is not mere sensitivity to noise or texture of the same energy;
+   - ROBUST: original and manipulated MIG equivalent within ±margin (TOST at alpha), the
      margin being margin_fraction (default 0.5) of the reference beta-VAE's drop (a drop
-     that is significant, but no larger than on noisy data and within the margin, is
+     that is significant, but no larger than on a control and within the margin, is
      ROBUST too: it is smaller than the effect the audit looks for);
    - INCONCLUSIVE otherwise, with the seeds per arm (stats.seeds_needed, power 0.8 at the
      observed spread) that would decide the failing step.
@@ -33,6 +40,12 @@ on the local structure that the manipulation removes?
    p against original); an arm emptied by exclusions is named in the verdict, and when
    counting the method's over-pruned runs would change the verdict, the verdict says that
    the exclusions decide it.
+   Beside the verdict: the battery, its scale and the power of the method's seeds; whether
+   the reference PCL kept its MIG (`robust_control`, TOST at the same margin); MIG, DCI-D,
+   DCI-I and the alignment angle per arm (benchmark/metrics/alignment.py), which tell a code
+   that turned from one that lost information; and the dose-response over the sweep's
+   strengths, as a table and dose_response.png, with the strength at which each code
+   turns (benchmark/battery.py).
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ import pathlib
 import numpy as np
 from absl import app, flags
 
+from benchmark import battery as battery_lib
 from benchmark import config, report, stats, study
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import cli_main, run_command, user_errors
@@ -52,6 +66,11 @@ FLAGS = flags.FLAGS
 ALPHA = stats.ALPHA
 #: the equivalence margin of ROBUST, as a fraction of the reference beta-VAE's MIG drop
 MARGIN_FRACTION = 0.5
+#: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
+DEFAULT_REFERENCE = "results/geometry_cpu"
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+#: the arms of a reference study written before batteries (battery.LEGACY)
+LEGACY_ARMS = ("original", "modified", "noisy")
 
 
 def define_flags() -> None:
@@ -60,10 +79,16 @@ def define_flags() -> None:
                         "`import` line for a method of your own).")
     flags.DEFINE_string("name", None, "Name of the method in the audit (default: the gin "
                         "file's stem).")
-    flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds per variant.")
-    flags.DEFINE_string("reference", "results/zietlow2021_cpu", "Reference study directory "
-                        "(its study.json fixes the scale; its beta_vae, ae and pcl runs are "
-                        "the references).")
+    flags.DEFINE_list("seeds", [str(s) for s in DEFAULT_SEEDS], "Seeds per arm: more "
+                      "seeds, more power and time.")
+    flags.DEFINE_list("strengths", None, "Strengths of the reference's dose-response sweep to "
+                      "train (default: all of them); the manipulated arm and its controls "
+                      "are always trained. Fewer strengths, less time.")
+    flags.DEFINE_string("reference", DEFAULT_REFERENCE, "Reference study directory (its "
+                        "study.json fixes the scale and the arms; its beta_vae, ae and pcl "
+                        "runs are the references).")
+    flags.DEFINE_bool("dry_run", False, "Print the planned runs and the estimated time, "
+                      "train nothing.")
     flags.DEFINE_string("output_dir", None, "Audit directory (default results/audit_<name>).")
     flags.DEFINE_integer("workers", 1, "Runs at a time.")
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
@@ -96,44 +121,52 @@ def reference_settings(reference_dir) -> dict:
     return settings
 
 
-def audit_settings(gin_file: str, name: str, seeds, reference: dict, output_dir: str
-                   ) -> dict:
-    """Study settings of the audit: the reference study's scale, this one method."""
+def audit_settings(gin_file: str, name: str, seeds, reference: dict, output_dir: str,
+                   strengths=None) -> dict:
+    """Study settings of the audit: the reference study's scale and arms, this one method.
+    strengths: the sweep strengths to train (None: every one the reference has); the
+    manipulated arm and its controls are always trained."""
     dataset = "dsprites" if "dsprites" in reference["datasets"] else reference["datasets"][0]
+    battery = battery_lib.battery_of(reference)
+    variants = list(reference.get("variants") or battery_lib.LEGACY_VARIANTS)
+    if strengths is not None:
+        wanted = {float(s) for s in strengths}
+        offered = {eps for eps, _ in battery_lib.sweep_of(battery, dataset, variants)}
+        if not battery.get("sweep") or not wanted <= offered:
+            raise ValueError(f"--strengths: expected strengths of the reference's sweep "
+                             f"({sorted(offered) or 'none: it has no sweep'}), found "
+                             f"{sorted(wanted)}")
+        fixed = {"original", battery["manipulated"], *battery["controls"]}
+        strength = {battery_lib.label(v, dataset): v for v in variants}
+        eps_of = {strength[arm]: eps for eps, arm in battery_lib.sweep_of(battery, dataset,
+                                                                          variants)}
+        variants = [v for v in variants if v in fixed or v not in eps_of
+                    or eps_of[v] in wanted]
     return study.study_settings(
         name=f"audit_{name}", output_dir=output_dir, models={name: str(gin_file)},
-        datasets=[dataset], variants=["original", "modified", "noisy"],
+        datasets=[dataset], variants=variants,
         artefacts={dataset: reference["artefacts"].get(dataset, {})}, seeds=list(seeds),
-        bindings=reference["bindings"], source=reference.get("source", "auto"))
+        bindings=reference["bindings"], source=reference.get("source", "auto"),
+        battery=battery)
 
 
-VARIANTS = ("original", "modified", "noisy")
-
-
-def arms(records: list[dict], model: str, dataset: str) -> dict:
-    """MIG of `model` on `dataset` per arm: {variant: {'kept': [MIG of the runs kept],
-    'overpruned': [MIG of the over-pruned runs]}} for original, modified and noisy (the
-    report's nominal variant labels; runs without a line-search setting). records: the
-    output of report.load_runs."""
-    kept, _ = report.group(records)
-    pruned, _ = report.group([{**r, "overpruned": False} for r in records if r["overpruned"]])
-
-    def mig(groups, variant):
-        return [r["values"]["MIG"] for r in groups.get((model, dataset, variant, ""), [])
-                if "MIG" in r["values"]]
-    return {v: {"kept": mig(kept, v), "overpruned": mig(pruned, v)} for v in VARIANTS}
+def arms(records: list[dict], model: str, dataset: str, labels=LEGACY_ARMS) -> dict:
+    """MIG of `model` on `dataset` per arm: {label: {'kept': [MIG of the runs kept],
+    'overpruned': [MIG of the over-pruned runs]}} for the arm labels (the report's variant
+    labels, battery.label; runs without a line-search setting). records: the output of
+    report.load_runs."""
+    return battery_lib.arm_scores(battery_lib.arm_runs(records, model, dataset, labels))
 
 
 def mig_drops(model_arms: dict) -> dict:
-    """{'original_mean', 'seeds_original', 'modified': drop record, 'noisy': drop record}
-    of the kept runs (stats.drop_test; a variant is absent without runs on both sides)."""
+    """{'original_mean', 'seeds_original', label: drop record for every other arm} of the
+    kept runs (stats.drop_test; an arm is absent without runs on both sides)."""
     original = model_arms["original"]["kept"]
     out = {"original_mean": float(np.mean(original)) if original else None,
            "seeds_original": len(original)}
-    for variant in ("modified", "noisy"):
-        other = model_arms[variant]["kept"]
-        if original and other:
-            out[variant] = stats.drop_test(original, other)
+    for variant, arm in model_arms.items():
+        if variant != "original" and original and arm["kept"]:
+            out[variant] = stats.drop_test(original, arm["kept"])
     return out
 
 
@@ -177,25 +210,29 @@ def _values(arm: dict, include: bool) -> list:
     return arm["kept"] + (arm["overpruned"] if include else [])
 
 
-def positive_control(beta_vae: dict, alpha: float = ALPHA) -> tuple[bool, dict | None, str]:
+def positive_control(beta_vae: dict, alpha: float = ALPHA, manipulated: str = "modified"
+                     ) -> tuple[bool, dict | None, str]:
     """(passed, drop record or None, one sentence): does the reference study's beta-VAE
-    (arms as `arms`) show the exploitation paper 002 Table 1 reports (0.23 -> 0.07 on
-    dSprites), i.e. a significant MIG drop on modified data (one-sided Welch at alpha)?
-    Without it no method can be judged against the reference."""
-    short = _short_arm("the reference β-VAE", beta_vae, ("original", "modified"))
+    (arms as `arms`) show the exploitation the battery tests for, i.e. a significant MIG
+    drop on the manipulated arm (one-sided Welch at alpha; paper 002 Table 1 reports
+    0.23 -> 0.07 on modified dSprites)? Without it no method can be judged against the
+    reference."""
+    paper = manipulated.split("@")[0] == "modified"
+    short = _short_arm("the reference β-VAE", beta_vae, ("original", manipulated))
     if short:
         return False, None, (f"Positive control not testable: {short}; the study does not "
                              "show the exploitation it tests for.")
-    drop = stats.drop_test(beta_vae["original"]["kept"], beta_vae["modified"]["kept"])
+    drop = stats.drop_test(beta_vae["original"]["kept"], beta_vae[manipulated]["kept"])
     if drop["p_drop"] < alpha:
         return True, drop, (f"Positive control passed: the reference β-VAE's MIG drops "
-                            f"significantly on modified data ({_evidence(drop)}), as in paper "
-                            "002 Table 1.")
+                            f"significantly on {manipulated} data ({_evidence(drop)})"
+                            + (", as in paper 002 Table 1." if paper else "."))
     return False, drop, (f"Positive control failed: at this scale the reference β-VAE's MIG "
-                         f"drop on modified data is not significant ({_evidence(drop)}; paper "
-                         "002 Table 1, at 300k steps and 10 seeds: 0.23 → 0.07 on dSprites), "
-                         "so the study does not show the exploitation it tests for; train "
-                         "longer or with more seeds for a decision.")
+                         f"drop on {manipulated} data is not significant ({_evidence(drop)}"
+                         + ("; paper 002 Table 1, at 300k steps and 10 seeds: 0.23 → 0.07 on "
+                            "dSprites" if paper else "")
+                         + "), so the study does not show the exploitation it tests for; "
+                         "train longer or with more seeds for a decision.")
 
 
 def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPHA,
@@ -216,16 +253,23 @@ def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPH
     return {"label": "INCONCLUSIVE", "reason": reason, "tests": tests, "seeds_needed": seeds}
 
 
+def _sensitivity(control: str) -> str:
+    """What a drop as large as on `control` data would show: 'noise sensitivity', ..."""
+    base = control.split("@")[0]
+    return ("noise" if base == "noisy" else "texture" if base.endswith("texture")
+            else control) + " sensitivity"
+
+
 def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
-            tests: dict) -> dict:
+            tests: dict, manipulated: str, controls) -> dict:
     """The method's verdict once the positive control has passed (the steps after it in
     the module docstring); include: count the method's over-pruned runs too."""
     tests = dict(tests)
-    short = _short_arm("the method", method, ("original", "modified"), include)
+    short = _short_arm("the method", method, ("original", manipulated), include)
     if short:
         return _inconclusive(short, tests)
     original = _values(method["original"], include)
-    modified = _values(method["modified"], include)
+    modified = _values(method[manipulated], include)
     short = _short_arm("the reference AE", ae, ("original",))
     if short:
         return _inconclusive(f"no floor check: {short}", tests)
@@ -244,34 +288,40 @@ def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
     equivalence = stats.tost(original, modified, margin, alpha)
     tests["equivalence"] = equivalence
     if drop["p_drop"] < alpha:
-        short = _short_arm("the method", method, ("noisy",), include)
+        short = _short_arm("the method", method, controls, include)
         if short:
-            return _inconclusive(f"MIG drops on modified data ({_evidence(drop)}), but "
-                                 f"{short}, so noise sensitivity cannot be ruled out", tests)
-        noisy = _values(method["noisy"], include)
-        difference = stats.drop_difference(modified, noisy)
-        tests["difference"] = difference
-        if difference["p"] < alpha:
+            return _inconclusive(f"MIG drops on {manipulated} data ({_evidence(drop)}), but "
+                                 f"{short}, so {_sensitivity(controls[0])} cannot be ruled "
+                                 "out", tests)
+        differences = {c: stats.drop_difference(modified, _values(method[c], include))
+                       for c in controls}
+        tests["differences"] = differences
+        failed = [c for c, d in differences.items() if not d["p"] < alpha]
+        shown = "; ".join(f"{c}: {d['diff']:.3f}, one-sided Welch p = {d['p']:.3g}"
+                          for c, d in differences.items())
+        if not failed:
             return {"label": "DEPENDS", "reason": (
-                f"MIG drops on modified data ({_evidence(drop)}), significantly more than on "
-                f"noisy data (difference of drops {difference['diff']:.3f}, one-sided Welch "
-                f"p = {difference['p']:.3g})"), "tests": tests, "seeds_needed": None}
+                f"MIG drops on {manipulated} data ({_evidence(drop)}), significantly more "
+                f"than on every control of the same energy (difference of drops, {shown})"),
+                "tests": tests, "seeds_needed": None}
         if not equivalence["equivalent"]:
+            worst = max(failed, key=lambda c: differences[c]["p"])
             return _inconclusive(
-                f"MIG drops on modified data ({_evidence(drop)}) but not significantly more "
-                f"than on noisy data (difference of drops {difference['diff']:.3f}, one-sided "
-                f"Welch p = {difference['p']:.3g}): noise sensitivity, not shown to be a "
-                "dependence on the removed structure", tests, difference["diff"],
-                stats.pooled_sd(modified, noisy), alpha, "such a difference of drops")
+                f"MIG drops on {manipulated} data ({_evidence(drop)}) but not significantly "
+                f"more than on {', '.join(f'{c} data' for c in failed)} (difference of "
+                f"drops, {shown}): {_sensitivity(worst)}, not shown to be a dependence on "
+                "the removed structure", tests, differences[worst]["diff"],
+                stats.pooled_sd(modified, _values(method[worst], include)), alpha,
+                "such a difference of drops")
     if equivalence["equivalent"]:
         return {"label": "ROBUST", "reason": (
-            f"MIG on modified data is equivalent to MIG on original data within ±{margin:.3f} "
-            f"(the equivalence margin: a fraction of the reference β-VAE's drop): drop "
-            f"{equivalence['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI "
+            f"MIG on {manipulated} data is equivalent to MIG on original data within "
+            f"±{margin:.3f} (the equivalence margin: a fraction of the reference β-VAE's "
+            f"drop): drop {equivalence['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI "
             f"[{equivalence['ci_low']:.3f}, {equivalence['ci_high']:.3f}], TOST p = "
             f"{equivalence['p']:.3g}"), "tests": tests, "seeds_needed": None}
     return _inconclusive(
-        f"neither a significant MIG drop on modified data ({_evidence(drop)}) nor "
+        f"neither a significant MIG drop on {manipulated} data ({_evidence(drop)}) nor "
         f"equivalence within ±{margin:.3f} (TOST p = {equivalence['p']:.3g}, "
         f"{100 * (1 - 2 * alpha):g} % CI [{equivalence['ci_low']:.3f}, "
         f"{equivalence['ci_high']:.3f}])", tests, margin,
@@ -279,38 +329,61 @@ def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
 
 
 def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
-            margin_fraction: float = MARGIN_FRACTION) -> dict:
+            margin_fraction: float = MARGIN_FRACTION, manipulated: str = "modified",
+            controls=("noisy",)) -> dict:
     """The audit's decision (module docstring) from MIG arms (each as `arms`: the method's,
-    the reference beta-VAE's and the reference AE's). Returns {'label': DEPENDS | ROBUST |
-    INCONCLUSIVE, 'reason': one sentence, 'tests': {name: record} of the tests run
-    ('positive_control', 'floor', 'drop', 'equivalence', 'difference'), 'margin' (None
-    before the positive control passes), 'seeds_needed' (INCONCLUSIVE: seeds per arm that
-    would decide the failing step, where computable), 'overpruning' (the method's, per arm),
+    the reference beta-VAE's and the reference AE's; `manipulated` and `controls` name the
+    battery's arms). Returns {'label': DEPENDS | ROBUST | INCONCLUSIVE, 'reason': one
+    sentence, 'tests': {name: record} of the tests run ('positive_control', 'floor',
+    'drop', 'equivalence', 'differences': {control: record}), 'margin' (None before the
+    positive control passes), 'seeds_needed' (INCONCLUSIVE: seeds per arm that would decide
+    the failing step, where computable), 'overpruning' (the method's, per arm),
     'exclusions_decide' (True when counting the method's over-pruned runs would change the
     label; the reason then says so)}."""
-    passed, control, sentence = positive_control(beta_vae, alpha)
+    controls = list(controls)
+    passed, control, sentence = positive_control(beta_vae, alpha, manipulated)
     tests = {"positive_control": control} if control else {}
     out = {"margin": None, "overpruning": overpruning(method), "exclusions_decide": False,
            "positive_control": sentence}
     if not passed:
-        spread = (stats.pooled_sd(beta_vae["original"]["kept"], beta_vae["modified"]["kept"])
-                  if control else None)
+        spread = (stats.pooled_sd(beta_vae["original"]["kept"],
+                                  beta_vae[manipulated]["kept"]) if control else None)
         return {**out, **_inconclusive(
             sentence[0].lower() + sentence[1:].rstrip("."), tests,
             control["drop"] if control else None, spread, alpha,
             "such a drop of the reference β-VAE")}
     margin = margin_fraction * control["drop"]
-    decided = _decide(method, ae, margin, alpha, False, tests)
+    decided = _decide(method, ae, margin, alpha, False, tests, manipulated, controls)
     out["margin"] = margin
     pruned = sum(len(a["overpruned"]) for a in method.values())
     if pruned:
-        counted = _decide(method, ae, margin, alpha, True, tests)
+        counted = _decide(method, ae, margin, alpha, True, tests, manipulated, controls)
         if counted["label"] != decided["label"]:
             out["exclusions_decide"] = True
             decided["reason"] += (f"; the exclusion of {pruned} over-pruned run(s) decides "
                                   f"this verdict: counting them, it would be "
                                   f"{counted['label']}")
     return {**out, **decided}
+
+
+def robust_control(pcl: dict, margin: float | None, alpha: float, manipulated: str
+                   ) -> tuple[str, dict | None]:
+    """(one sentence, TOST record or None): does the reference PCL (arms as `arms`) keep
+    its MIG on the manipulated arm, equivalent within the audit's margin (TOST at alpha)?"""
+    if margin is None:
+        return "Robust control not tested (no margin: the positive control did not pass).", None
+    short = _short_arm("the reference PCL", pcl, ("original", manipulated))
+    if short:
+        return f"Robust control not testable: {short}.", None
+    test = stats.tost(pcl["original"]["kept"], pcl[manipulated]["kept"], margin, alpha)
+    span = (f"drop {test['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI [{test['ci_low']:.3f}, "
+            f"{test['ci_high']:.3f}], TOST p = {test['p']:.3g}")
+    if test["equivalent"]:
+        return (f"Robust control held: the reference PCL's MIG on {manipulated} data is "
+                f"equivalent to its original MIG within ±{margin:.3f} ({span}).", test)
+    return (f"Robust control not shown: the reference PCL's MIG on {manipulated} data is not "
+            f"shown equivalent to its original within ±{margin:.3f} ({span}); a ROBUST "
+            "verdict then rests on the method's own test alone.", test)
 
 
 def _cell(d: dict | None) -> str:
@@ -321,16 +394,16 @@ def _cell(d: dict | None) -> str:
     return f"{d['drop']:.3f} (p {p}, CI {ci}, n {d['n_original']}/{d['n_other']})"
 
 
-def _row(label: str, drops: dict) -> str:
+def _row(label: str, drops: dict, compared) -> str:
     original = drops.get("original_mean")
     return (f"| {label} | {'—' if original is None else f'{original:.3f}'} | "
-            + " | ".join(_cell(drops.get(v)) for v in ("modified", "noisy")) + " |")
+            + " | ".join(_cell(drops.get(v)) for v in compared) + " |")
 
 
-def _pruning_lines(label: str, pruning: dict) -> list[str]:
+def _pruning_lines(label: str, pruning: dict, labels) -> list[str]:
     cells = []
-    for v in VARIANTS:
-        arm = pruning[v]
+    for v in labels:
+        arm = pruning.get(v, {"runs": 0})
         if not arm["runs"]:
             cells.append("—")
             continue
@@ -339,60 +412,213 @@ def _pruning_lines(label: str, pruning: dict) -> list[str]:
     return [f"| {label} | " + " | ".join(cells) + " |"]
 
 
+REFERENCES = (("beta_vae", "β-VAE (reference: exploits local structure)"),
+              ("ae", "AE (reference: the floor, no disentanglement)"),
+              ("pcl", "PCL (reference: robust)"))
+
+
+def reference_seconds(reference_runs: list[dict]) -> float | None:
+    """Mean wall time (s) of the reference study's finished runs (results.json
+    'wall_seconds'), the audit's estimate per run; None when none recorded it."""
+    seconds = []
+    for r in reference_runs:
+        try:
+            seconds.append(float(json.loads((pathlib.Path(r["run_dir"]) / "results.json")
+                                            .read_text())["wall_seconds"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return float(np.mean(seconds)) if seconds else None
+
+
+def plan(settings: dict, reference_runs: list[dict], workers: int = 1) -> dict:
+    """{'runs', 'finished', 'to_run', 'seconds_per_run' (None unknown), 'estimate_seconds'
+    (None unknown), 'text'}: what the audit will train and about how long it takes, at the
+    reference runs' mean wall time (measured on the reference's machine)."""
+    specs = study.expand(settings)
+    done, _, _ = study.run_states(pathlib.Path(settings["output_dir"]), specs)
+    to_run = len(specs) - len(done)
+    per_run = reference_seconds(reference_runs)
+    estimate = None if per_run is None else to_run * per_run / max(1, int(workers))
+    text = (f"audit plan: {len(specs)} runs ({len(settings['variants'])} arms × "
+            f"{len(settings['seeds'])} seeds), {len(done)} finished, {to_run} to train"
+            + ("" if estimate is None else
+               f"; about {estimate / 60:.0f} min at the reference runs' {per_run / 60:.1f} min "
+               f"per run on {max(1, int(workers))} worker(s) (measured on the reference's "
+               "machine; a VAE-sized method)"))
+    return {"runs": len(specs), "finished": len(done), "to_run": to_run,
+            "seconds_per_run": per_run, "estimate_seconds": estimate, "text": text}
+
+
+def _steps(bindings) -> str:
+    for b in bindings:
+        key, _, value = b.partition("=")
+        if key.strip() == "run.steps":
+            return value.strip()
+    return "the default number of"
+
+
+def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | None,
+           effect: float | None) -> str:
+    """The sentence that says what the verdict rests on: battery, scale, power."""
+    sentence = (f"Battery: {reference.get('name', pathlib.Path(reference_dir).name)} "
+                f"(`{reference_dir}`), {_steps(reference['bindings'])} steps, "
+                f"{len(seeds)} seed(s) per arm; the manipulation {battery['manipulated']} "
+                f"against its controls {', '.join(battery['controls'])}.")
+    if power is not None:
+        sentence += (f" Power: {power:.2f} to detect a MIG drop of the reference β-VAE's size "
+                     f"({effect:.3f}) with these seeds at the method's observed spread "
+                     "(one-sided Welch).")
+    return sentence
+
+
+def _fmt_summary(s: dict, digits: int = 3) -> str:
+    if s["mean"] is None:
+        return "—"
+    if s["ci_low"] is None:
+        return f"{s['mean']:.{digits}f} (n {s['n']})"
+    return (f"{s['mean']:.{digits}f} [{s['ci_low']:.{digits}f}, {s['ci_high']:.{digits}f}] "
+            f"(n {s['n']})")
+
+
+def _mechanism_lines(rows: list[dict]) -> list[str]:
+    lines = ["| model | arm | MIG | DCI-D | DCI-I | misalignment (°) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['arm']} | " + " | ".join(
+            _fmt_summary(r[c], 1 if c == "misalignment" else 3)
+            for c in battery_lib.MECHANISM) + " |")
+    return lines
+
+
+def _dose_cell(row: dict) -> str:
+    """'MIG mean [95 % CI] / misalignment mean° (n)'."""
+    mig, angle = row["mig"], row["misalignment"]
+    text = "—" if mig["mean"] is None else f"{mig['mean']:.3f}"
+    if mig["ci_low"] is not None:
+        text += f" [{mig['ci_low']:.2f}, {mig['ci_high']:.2f}]"
+    if angle["mean"] is not None:
+        text += f" / {angle['mean']:.0f}°"
+    return text + f" (n {mig['n']})"
+
+
+def _dose_lines(rows: list[dict], models, alpha: float) -> list[str]:
+    strengths = sorted({r["strength"] for r in rows})
+    lines = ["| model | " + " | ".join("original" if s == 0 else f"ε {s:g}" for s in strengths)
+             + " | code turns at | MIG drop significant from |",
+             "|---|" + "---|" * (len(strengths) + 2)]
+    for model in models:
+        cells = []
+        for s in strengths:
+            row = next((r for r in rows if r["model"] == model and r["strength"] == s), None)
+            cells.append("—" if row is None else _dose_cell(row))
+        turn = battery_lib.turning_strength(rows, model, alpha)
+        turns = ("not aligned on original" if turn["aligned"] is False else
+                 "unmeasured" if turn["aligned"] is None else
+                 "does not turn" if turn["turns_at"] is None else f"ε {turn['turns_at']:g}")
+        drops = "none" if turn["drops_at"] is None else f"ε {turn['drops_at']:g}"
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {turns} | {drops} |")
+    return lines
+
+
 def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, workers: int = 1,
-              alpha: float = ALPHA, margin_fraction: float = MARGIN_FRACTION
-              ) -> pathlib.Path:
-    """Trains what is missing, writes audit.md / audit.json; returns audit.md."""
+              alpha: float = ALPHA, margin_fraction: float = MARGIN_FRACTION,
+              strengths=None, announce=print) -> pathlib.Path:
+    """Trains what is missing, writes audit.md / audit.json (and dose_response.png with a
+    sweep); returns audit.md. announce: called with the plan's text before any training."""
     reference = reference_settings(reference_dir)
-    settings = audit_settings(gin_file, name, seeds, reference, str(output_dir))
+    settings = audit_settings(gin_file, name, seeds, reference, str(output_dir), strengths)
+    battery = settings["battery"]
+    reference_runs = report.load_runs(reference_dir)
+    announce(plan(settings, reference_runs, workers)["text"])
     summary = study.execute(settings, workers=workers)
     dataset = settings["datasets"][0]
-    runs = report.load_runs(output_dir)
+    compared = battery_lib.arms_of(battery, dataset)
+    manipulated, controls = compared[1], compared[2:]
+    sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
+    labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
+    runs = battery_lib.with_misalignment(report.load_runs(output_dir), battery.get("plane"))
     method_names = sorted({r["model"] for r in runs})
     method_model = method_names[0] if len(method_names) == 1 else name
-    method = arms(runs, method_model, dataset)
-    reference_runs = report.load_runs(reference_dir)
-    references = {m: arms(reference_runs, m, dataset) for m in ("beta_vae", "ae", "pcl")}
+    reference_runs = battery_lib.with_misalignment(reference_runs, battery.get("plane"))
+    runs_by_model = {method_model: battery_lib.arm_runs(runs, method_model, dataset, labels)}
+    for model, _ in REFERENCES:
+        runs_by_model[model] = battery_lib.arm_runs(reference_runs, model, dataset, labels)
+    scores = {m: battery_lib.arm_scores(r) for m, r in runs_by_model.items()}
+    method = {v: scores[method_model][v] for v in compared}
+    references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
-                       margin_fraction)
-    pruning = {m: overpruning(a) for m, a in [("method", method), *references.items()]}
+                       margin_fraction, manipulated, controls)
+    robust, robust_test = robust_control(references["pcl"], decision["margin"], alpha,
+                                         manipulated)
+    control = decision["tests"].get("positive_control")
+    own = method["original"]["kept"] + method[manipulated]["kept"]
+    power = None
+    if control and len(seeds) >= 2 and len(method["original"]["kept"]) >= 2 \
+            and len(method[manipulated]["kept"]) >= 2 and control["drop"] > 0:
+        spread = stats.pooled_sd(method["original"]["kept"], method[manipulated]["kept"])
+        power = stats.power(control["drop"], spread, len(seeds)) if spread else None
+    scope = _scope(reference, reference_dir, battery, seeds, power,
+                   control["drop"] if control else None)
+    dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
+    pruning = {m: overpruning({v: scores[key][v] for v in compared})
+               for m, key in [("method", method_model), *((m, m) for m, _ in REFERENCES)]}
     payload = {"method": name, "model_name": method_model, "dataset": dataset,
                "verdict": decision["label"], "reason": decision["reason"], "alpha": alpha,
                "margin_fraction": margin_fraction, "margin": decision["margin"],
                "tests": decision["tests"], "seeds_needed": decision["seeds_needed"],
                "exclusions_decide": decision["exclusions_decide"],
                "positive_control": decision["positive_control"],
+               "robust_control": robust, "robust_test": robust_test, "scope": scope,
+               "power": power, "battery": battery, "arms": compared,
                "method_drops": mig_drops(method),
                "reference_drops": {m: mig_drops(a) for m, a in references.items()},
+               "mechanism": battery_lib.mechanism_rows(runs_by_model, labels),
+               "dose_response": dose,
+               "turning": {m: battery_lib.turning_strength(dose, m, alpha)
+                           for m in runs_by_model} if dose else {},
                "overpruning": pruning, "reference_study": str(reference_dir),
-               "failed_runs": summary["failed"],
+               "failed_runs": summary["failed"], "method_runs": len(own),
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
     out = pathlib.Path(output_dir)
     write_json(out / "audit.json", payload)
     margin = decision["margin"]
-    control = ([] if decision["reason"].startswith("positive control")
-               else [decision["positive_control"], ""])
+    head = ([] if decision["reason"].startswith("positive control")
+            else [decision["positive_control"], ""])
     lines = [f"# Audit of {name}", "", f"**Verdict: {decision['label']}** — "
-             f"{decision['reason']}.", "", *control,
-             f"MIG on {dataset}, original → modified / noisy (drop = original − variant; "
-             f"one-sided Welch p of a drop, α = {alpha:g}; 95 % Welch t CI; n = kept seeds "
-             f"original/variant). Equivalence margin (ROBUST): "
+             f"{decision['reason']}.", "", scope, "", *head, robust, "",
+             f"MIG on {dataset}, original → {manipulated} and its controls (drop = original − "
+             f"arm; one-sided Welch p of a drop, α = {alpha:g}; 95 % Welch t CI; n = kept "
+             "seeds original/arm). Equivalence margin (ROBUST): "
              + ("none, the positive control did not pass" if margin is None else
                 f"±{margin:.3f} = {margin_fraction:g} × the reference β-VAE's drop")
-             + f". Scale and artefact of the reference study `{reference_dir}`.", "",
-             "| method | MIG original | drop → modified | drop → noisy |", "|---|---|---|---|",
-             _row(f"**{name}**", payload["method_drops"]),
-             _row("β-VAE (reference: exploits local structure)",
-                  payload["reference_drops"]["beta_vae"]),
-             _row("AE (reference: the floor, no disentanglement)",
-                  payload["reference_drops"]["ae"]),
-             _row("PCL (reference: robust)", payload["reference_drops"]["pcl"]), "",
-             "Over-pruned runs per arm (fewer active dims than factors; excluded from the "
-             "tests above, an outcome of their own; Fisher's exact p against original):", "",
-             "| method | original | modified | noisy |", "|---|---|---|---|"]
+             + f". Scale and arms of the reference study `{reference_dir}`.", "",
+             "| method | MIG original | " + " | ".join(f"drop → {v}" for v in compared[1:])
+             + " |", "|---|" + "---|" * len(compared),
+             _row(f"**{name}**", payload["method_drops"], compared[1:])]
+    lines += [_row(text, payload["reference_drops"][m], compared[1:])
+              for m, text in REFERENCES]
+    lines += ["", "Mechanism per arm (mean, 95 % t CI, n kept runs; misalignment: the mean "
+              "angle, in degrees, between the factor axes and each latent that follows the "
+              "two factors linearly (R² ≥ 0.5), 0 aligned, 45 diagonal: a code that *turned* "
+              "keeps DCI-I and loses alignment; a code that *lost information* loses DCI-I):",
+              "", *_mechanism_lines(payload["mechanism"])]
+    if dose:
+        figure = battery_lib.dose_figure(dose, out / "dose_response.png",
+                                         highlight=method_model)
+        lines += ["", f"Dose-response: {battery['sweep']} at every strength the reference has "
+                  f"(the code turns where its mean misalignment reaches "
+                  f"{battery_lib.TURNED_DEG:g}°; MIG drop: one-sided Welch against original "
+                  f"at α = {alpha:g}, not adjusted across strengths). Cells: MIG mean "
+                  "[95 % t CI] / mean misalignment, n kept runs.", "",
+                  *_dose_lines(dose, list(runs_by_model), alpha), "",
+                  f"![dose-response]({figure.name})"]
+    lines += ["", "Over-pruned runs per arm (fewer active dims than factors; excluded from "
+              "the tests above, an outcome of their own; Fisher's exact p against original):",
+              "", "| method | " + " | ".join(compared) + " |",
+              "|---|" + "---|" * len(compared)]
     for label, key in ((f"**{name}**", "method"), ("β-VAE (reference)", "beta_vae"),
                        ("AE (reference)", "ae"), ("PCL (reference)", "pcl")):
-        lines += _pruning_lines(label, pruning[key])
+        lines += _pruning_lines(label, pruning[key], compared)
     lines.append("")
     if summary["failed"]:
         lines.append(f"Failed runs (see {out / 'failed.json'}): {', '.join(summary['failed'])}")
@@ -420,8 +646,18 @@ def main(argv):
         if not (0 < FLAGS.alpha < 1 and FLAGS.margin_fraction > 0):
             raise ValueError(f"expected 0 < --alpha < 1 and --margin_fraction > 0, found "
                              f"{FLAGS.alpha} and {FLAGS.margin_fraction}")
+        strengths = (None if FLAGS.strengths is None
+                      else [float(s) for s in FLAGS.strengths])
+        if FLAGS.dry_run:
+            reference = reference_settings(FLAGS.reference)
+            settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,
+                                      strengths)
+            print(plan(settings, report.load_runs(FLAGS.reference), FLAGS.workers)["text"])
+            for spec in study.expand(settings):
+                print(f"  {spec.name}")
+            return
         path = run_audit(str(gin_path), name, seeds, FLAGS.reference, output_dir,
-                         FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction)
+                         FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction, strengths)
     print(path.read_text().split("\n")[2])
     print(path)
 

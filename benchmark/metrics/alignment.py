@@ -47,17 +47,47 @@ def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
             "r2": r2.tolist()}
 
 
+#: a latent's angle counts towards a code's misalignment only when its linear fit on the
+#: two factors explains this much of its variance (an inactive latent's angle is noise)
+MIN_R2 = 0.5
+
+
+def code_misalignment(factors, codes, columns: Sequence[int] = (0, 1),
+                      min_r2: float = MIN_R2) -> float | None:
+    """Mean misalignment (degrees, 0 aligned with the factor axes to 45 diagonal) of the
+    latents of codes (n, d) whose linear fit on the factor columns has R^2 >= min_r2; None
+    when no latent does (the code does not follow the two factors linearly)."""
+    fit = linear_angles(factors, codes, columns)
+    kept = [m for m, r2 in zip(fit["misalignment_deg"], fit["r2"]) if r2 >= min_r2]
+    return float(np.mean(kept)) if kept else None
+
+
+def run_misalignment(run_dir, columns: Sequence[int] = (0, 1),
+                     min_r2: float = MIN_R2) -> float | None:
+    """`code_misalignment` of a run's evaluation codes (RUN_DIR/eval_codes.npz, written by
+    benchmark.run); None when the run has no such file."""
+    path = pathlib.Path(run_dir) / "eval_codes.npz"
+    if not path.is_file():
+        return None
+    factors, codes = _read_codes(path)
+    return code_misalignment(factors, codes, columns, min_r2)
+
+
+def _read_codes(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            return saved["factors"], saved["codes"]
+    except (OSError, ValueError, KeyError) as error:
+        raise codes_lib.MetricInputError(f"{path}: expected an npz with 'factors' and "
+                                         f"'codes' arrays ({error})") from None
+
+
 def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:
     """One row per run directory under STUDY_DIR/runs with an eval_codes.npz: its name,
     and `linear_angles` of its codes; codes read with allow_pickle=False."""
     rows = []
     for path in sorted(pathlib.Path(study_dir).glob("runs/*/eval_codes.npz")):
-        try:
-            with np.load(path, allow_pickle=False) as saved:
-                factors, codes = saved["factors"], saved["codes"]
-        except (OSError, ValueError, KeyError) as error:
-            raise codes_lib.MetricInputError(f"{path}: expected an npz with 'factors' and "
-                                             f"'codes' arrays ({error})") from None
+        factors, codes = _read_codes(path)
         rows.append({"run": path.parent.name, **linear_angles(factors, codes, columns)})
     return rows
 

@@ -75,7 +75,8 @@ def test_depends_needs_a_drop_larger_than_on_noise():
     result = audit.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
     assert result["label"] == "DEPENDS"
     assert result["tests"]["drop"]["p_drop"] == pytest.approx(_one_sided(HIGH, LOW))
-    assert result["tests"]["difference"]["p"] == pytest.approx(_one_sided(noisy, LOW))
+    assert result["tests"]["differences"]["noisy"]["p"] == pytest.approx(
+        _one_sided(noisy, LOW))
     # drops as much on noise as on the manipulation: not evidence of local structure
     result = audit.verdict(_arms(HIGH, LOW, [0.05, 0.06, 0.04, 0.05]), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and "noisy" in result["reason"]
@@ -87,6 +88,92 @@ def test_depends_needs_a_drop_larger_than_on_noise():
         stats.seeds_needed(np.mean(close) - np.mean(LOW), stats.pooled_sd(LOW, close)))
     result = audit.verdict(_arms(HIGH, LOW), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and "noise sensitivity" in result["reason"]
+
+
+def test_depends_needs_a_larger_drop_than_on_every_control():
+    def arms(original, wave, noisy, texture):
+        return {"original": {"kept": original, "overpruned": []},
+                "wave@0.3": {"kept": wave, "overpruned": []},
+                "noisy@0.37": {"kept": noisy, "overpruned": []},
+                "wave_texture@0.3": {"kept": texture, "overpruned": []}}
+    beta_vae = arms(HIGH, LOW, HIGH, HIGH)
+    battery = dict(manipulated="wave@0.3", controls=["noisy@0.37", "wave_texture@0.3"])
+    flat = [0.29, 0.30, 0.31, 0.30]
+    result = audit.verdict(arms(HIGH, LOW, flat, flat), beta_vae, AE, **battery)
+    assert result["label"] == "DEPENDS" and set(result["tests"]["differences"]) == {
+        "noisy@0.37", "wave_texture@0.3"}
+    assert "wave@0.3 data" in result["reason"]
+    # as large a drop on the texture of the same energy: texture sensitivity, not DEPENDS
+    result = audit.verdict(arms(HIGH, LOW, flat, LOW), beta_vae, AE, **battery)
+    assert result["label"] == "INCONCLUSIVE" and "texture sensitivity" in result["reason"]
+    assert "wave_texture@0.3 data" in result["reason"]
+    # the positive control is read on the manipulated arm
+    result = audit.verdict(arms(HIGH, LOW, flat, flat), arms(HIGH, HIGH, LOW, LOW), AE,
+                           **battery)
+    assert result["reason"].startswith("positive control failed")
+    assert "paper 002" not in result["reason"]
+
+
+def test_battery_labels_sweep_and_dose_response(tmp_path):
+    from benchmark import battery, study
+    variants = ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3", "wave@0.05",
+                "wave@0.1"]
+    spec = study.check_battery({"manipulated": "wave@0.3", "controls": [
+        "noisy@0.3675", "wave_texture@0.3"], "sweep": "wave", "plane": [0, 1]}, variants)
+    assert battery.arms_of(spec, "dsprites") == ["original", "wave@0.3", "noisy@0.3675",
+                                                  "wave_texture@0.3"]
+    assert battery.sweep_of(spec, "dsprites", variants) == [
+        (0.05, "wave@0.05"), (0.1, "wave@0.1"), (0.3, "wave@0.3")]
+    assert battery.label("modified@0.1", "dsprites") == "modified"
+    assert battery.battery_of({"datasets": ["dsprites"]}) == battery.LEGACY
+    for bad, match in (({"manipulated": "wave@0.2", "controls": []}, "among the study's"),
+                       ({"manipulated": "wave@0.3", "controls": "noisy"}, "list of variants"),
+                       ({"manipulated": "wave@0.3", "sweep": "odd"}, "base name"),
+                       ({"manipulated": "wave@0.3", "plane": [0]}, "two factor columns"),
+                       ({"manipulated": "wave@0.3", "extra": 1}, "unknown keys")):
+        with pytest.raises(ValueError, match=match):
+            study.check_battery(bad, variants)
+
+    def run(mig, angle):
+        return {"values": {"MIG": mig, "misalignment": angle}}
+    aligned, turned = [run(0.5, 3.0), run(0.45, 5.0), run(0.55, 4.0)], \
+        [run(0.05, 40.0), run(0.1, 38.0), run(0.02, 44.0)]
+    half = [run(0.4, 10.0), run(0.35, 12.0), run(0.42, 9.0)]
+    runs = {"beta_vae": {"original": {"kept": aligned}, "wave@0.05": {"kept": aligned},
+                         "wave@0.1": {"kept": half}, "wave@0.3": {"kept": turned}},
+            "ae": {"original": {"kept": turned}, "wave@0.3": {"kept": turned}}}
+    sweep = [(0.05, "wave@0.05"), (0.1, "wave@0.1"), (0.3, "wave@0.3")]
+    rows = battery.dose_response(runs, sweep)
+    assert [(r["model"], r["strength"]) for r in rows] == [
+        ("beta_vae", 0.0), ("beta_vae", 0.05), ("beta_vae", 0.1), ("beta_vae", 0.3),
+        ("ae", 0.0), ("ae", 0.3)]
+    first = rows[0]["mig"]
+    assert first["mean"] == pytest.approx(0.5) and first["ci_low"] < 0.5 < first["ci_high"]
+    assert first["ci_high"] - first["mean"] == pytest.approx(
+        sp.t.ppf(0.975, 2) * 0.05 / np.sqrt(3))
+    assert battery.turning_strength(rows, "beta_vae") == {
+        "aligned": True, "turns_at": 0.3, "drops_at": 0.1}
+    assert battery.turning_strength(rows, "ae")["aligned"] is False
+    path = battery.dose_figure(rows, tmp_path / "dose.png", {0.05: 5.1, 0.1: 20.5, 0.3: 184})
+    assert path.stat().st_size > 1000
+
+
+def test_strengths_select_the_sweep_and_keep_the_controls(tmp_path):
+    reference = {"datasets": ["dsprites"], "artefacts": {}, "bindings": [],
+                 "source": "procedural", "variants": [
+                     "original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3", "wave@0.05",
+                     "wave@0.1"],
+                 "battery": {"manipulated": "wave@0.3", "controls": ["noisy@0.3675",
+                                                                     "wave_texture@0.3"],
+                             "sweep": "wave"}}
+    settings = audit.audit_settings("models/ae.gin", "ae", [0], reference, str(tmp_path),
+                                    strengths=[0.1])
+    assert settings["variants"] == ["original", "wave@0.3", "noisy@0.3675",
+                                    "wave_texture@0.3", "wave@0.1"]
+    assert settings["battery"]["manipulated"] == "wave@0.3"
+    with pytest.raises(ValueError, match="strengths of the reference's sweep"):
+        audit.audit_settings("models/ae.gin", "ae", [0], reference, str(tmp_path),
+                             strengths=[0.2])
 
 
 def test_robust_is_equivalence_within_the_margin():
@@ -129,44 +216,88 @@ def test_overpruning_is_reported_and_said_when_it_decides():
     assert result["overpruning"]["modified"]["overpruned"] == 1
 
 
+def _codes(path, angle_deg, seed):
+    """eval_codes.npz of a 2-latent code rotated by angle_deg from the factor axes."""
+    rng = np.random.default_rng(seed)
+    factors = rng.integers(0, 32, size=(400, 2))
+    theta = np.radians(angle_deg)
+    rotation = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    np.savez(path / "eval_codes.npz", factors=factors, codes=(factors - 15.5) @ rotation)
+
+
+GEOMETRY = ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3", "wave@0.1"]
+
+
+def _geometry_reference(root) -> pathlib.Path:
+    """A battery reference in the form of results/geometry_cpu at tiny settings: beta-VAE
+    aligned on original and turned on the wave, PCL aligned on both, the AE a floor."""
+    root.mkdir()
+    (root / "study.json").write_text(json.dumps({"settings": {
+        "name": "geometry_tiny", "datasets": ["dsprites"], "artefacts": {},
+        "variants": GEOMETRY, "bindings": [*TINY_RUN, "model.num_latents = 2",
+                                            "data.fixed_factors = {'shape': 1, 'scale': 5, "
+                                            "'orientation': 0}"],
+        "source": "procedural",
+        "battery": {"manipulated": "wave@0.3", "controls": ["noisy@0.3675",
+                                                            "wave_texture@0.3"],
+                    "sweep": "wave", "plane": [0, 1]}}}))
+    cells = {("beta_vae", "original"): (0.4, 3), ("beta_vae", "wave@0.3"): (0.05, 40),
+             ("beta_vae", "noisy@0.3675"): (0.35, 5), ("beta_vae", "wave_texture@0.3"): (0.3, 6),
+             ("beta_vae", "wave@0.1"): (0.3, 12), ("pcl", "original"): (0.5, 2),
+             ("pcl", "wave@0.3"): (0.5, 3), ("ae", "original"): (0.05, 30)}
+    for (model, variant), (mig, angle) in cells.items():
+        base, _, eps = variant.partition("@")
+        for i in range(3):
+            run = root / "runs" / f"{model}_{variant}_{i}"
+            _result(run, model, base, i, mig + 0.01 * i, 0.5, eps=float(eps) if eps else None)
+            _codes(run, angle + i, i)
+    return root
+
+
 @pytest.mark.slow
 def test_audit_end_to_end_on_tiny_settings(tmp_path):
-    art = artefact.save_manipulation(tmp_path / "art", manipulation.manipulation_network(5), {
-        "dataset": "dsprites", "factor_sizes": [3, 6, 40, 32, 32], "eps": 0.1})
-    reference = tmp_path / "reference"
-    reference.mkdir()
-    (reference / "study.json").write_text(json.dumps({"settings": {
-        "datasets": ["dsprites"], "artefacts": {"dsprites": {"modified": str(art)}},
-        "bindings": TINY_RUN, "source": "procedural"}}))
-    for i, (o, m) in enumerate([(0.3, 0.1), (0.32, 0.12), (0.28, 0.09)]):
-        _result(reference / "runs" / f"b_o{i}", "beta_vae", "original", i, o, 0.5)
-        _result(reference / "runs" / f"b_m{i}", "beta_vae", "modified", i, m, 0.5, eps=0.1)
-        _result(reference / "runs" / f"p_o{i}", "pcl", "original", i, 0.2, 0.5)
-        _result(reference / "runs" / f"p_m{i}", "pcl", "modified", i, 0.21, 0.5, eps=0.1)
+    reference = _geometry_reference(tmp_path / "reference")
     out = tmp_path / "audit"
+    command = [sys.executable, "-m", "benchmark.audit", "--gin_file=examples/sparse_vae.gin",
+               "--seeds=0", f"--reference={reference}", f"--output_dir={out}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+        "PYTHONPATH", "")])}
+    planned = subprocess.run([*command, "--dry_run"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert "audit plan: 5 runs (5 arms × 1 seeds), 0 finished, 5 to train" in planned.stdout
+    assert "sparse_vae_dsprites_wave_texture@0.3_seed0" in planned.stdout
+    assert not (out / "runs").exists()
     # as a user calls it (issue 29: an in-process test once hid a crash of every audit)
-    called = subprocess.run(
-        [sys.executable, "-m", "benchmark.audit", "--gin_file=examples/sparse_vae.gin",
-         "--seeds=0", f"--reference={reference}", f"--output_dir={out}"], cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
-            "PYTHONPATH", "")])}, capture_output=True, text=True, timeout=900)
+    called = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=900)
     assert called.returncode == 0, called.stderr[-3000:]
     path = out / "audit.md"
+    assert called.stdout.splitlines()[0].startswith("audit plan: 5 runs")
     assert called.stdout.strip().splitlines()[-1] == str(path)
     result = json.loads((out / "audit.json").read_text())
     assert result["verdict"] == "INCONCLUSIVE"          # one seed cannot test a drop
     assert "the method's original arm has" in result["reason"]   # 1 run, or 0 kept
     assert result["margin"] == pytest.approx(0.5 * result["tests"]["positive_control"]["drop"])
-    assert result["overpruning"]["method"]["modified"]["runs"] == 1
+    assert result["arms"] == ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3"]
+    assert result["robust_control"].startswith("Robust control held")
     assert result["model_name"] == "sparse_vae" and not result["failed_runs"]
-    assert result["reference_drops"]["beta_vae"]["modified"]["drop"] == pytest.approx(
-        (0.3 + 0.32 + 0.28) / 3 - (0.1 + 0.12 + 0.09) / 3)
-    assert sorted(p.parent.name for p in (out / "runs").glob("*/results.json")) == [
-        "sparse_vae_dsprites_modified_seed0", "sparse_vae_dsprites_noisy_seed0",
-        "sparse_vae_dsprites_original_seed0"]
+    assert result["reference_drops"]["beta_vae"]["wave@0.3"]["drop"] == pytest.approx(0.35)
+    assert result["turning"]["beta_vae"] == {"aligned": True, "turns_at": 0.3,
+                                             "drops_at": 0.1}
+    assert result["turning"]["pcl"]["turns_at"] is None
+    mechanism = {(r["model"], r["arm"]): r for r in result["mechanism"]}
+    assert mechanism[("beta_vae", "wave@0.3")]["misalignment"]["mean"] == pytest.approx(41.0)
+    assert ("pcl", "wave@0.3") in mechanism and ("ae", "wave@0.3") not in mechanism
+    assert sorted(p.parent.name for p in (out / "runs").glob("*/results.json")) == sorted(
+        f"sparse_vae_dsprites_{v}_seed0" for v in GEOMETRY)
     text = path.read_text()
     assert "Verdict: INCONCLUSIVE" in text and "β-VAE (reference" in text
-    assert "reference β-VAE's MIG drops significantly" in text and "AE (reference" in text
+    assert "Battery: geometry_tiny" in text and "1 seed(s) per arm" in text
+    assert "reference β-VAE's MIG drops significantly on wave@0.3 data" in text
+    assert "drop → wave_texture@0.3" in text and "| code turns at |" in text
+    assert "![dose-response](dose_response.png)" in text
+    assert (out / "dose_response.png").stat().st_size > 1000
     assert "Over-pruned runs per arm" in text
     assert (out / "report" / "report.md").exists()
     with pytest.raises(FileNotFoundError, match="study.json"):

@@ -50,3 +50,22 @@ def test_cli_writes_alignment_json(tmp_path):
                             str(tmp_path / "runs")], capture_output=True, text=True,
                            timeout=300)
     assert empty.returncode == 2 and "no runs/*/eval_codes.npz" in empty.stderr
+
+
+def test_code_misalignment_averages_the_latents_that_follow_the_plane(tmp_path):
+    rng = np.random.default_rng(0)
+    factors = rng.integers(0, 32, size=(500, 3))
+    theta = np.radians(30.0)
+    plane = factors[:, :2] - 15.5
+    turned = plane @ np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    inactive = rng.normal(size=(500, 1))                      # R^2 ~ 0: left out
+    code = np.hstack([turned, inactive])
+    assert alignment.code_misalignment(factors, code) == pytest.approx(30.0, abs=1e-6)
+    assert alignment.code_misalignment(factors, inactive) is None
+    np.savez(tmp_path / "eval_codes.npz", factors=factors, codes=code)
+    assert alignment.run_misalignment(tmp_path) == pytest.approx(30.0, abs=1e-6)
+    assert alignment.run_misalignment(tmp_path / "absent") is None
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "eval_codes.npz").write_bytes(b"not an npz")
+    with pytest.raises(codes.MetricInputError, match="expected an npz"):
+        alignment.run_misalignment(tmp_path / "bad")
