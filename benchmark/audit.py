@@ -536,10 +536,12 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
     manipulated, controls = compared[1], compared[2:]
     sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
     labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
-    runs = battery_lib.with_misalignment(report.load_runs(output_dir), battery.get("plane"))
+    runs = battery_lib.with_misalignment(report.load_runs(output_dir), battery.get("plane"),
+                                        output_dir)
     method_names = sorted({r["model"] for r in runs})
     method_model = method_names[0] if len(method_names) == 1 else name
-    reference_runs = battery_lib.with_misalignment(reference_runs, battery.get("plane"))
+    reference_runs = battery_lib.with_misalignment(reference_runs, battery.get("plane"),
+                                                  reference_dir)
     runs_by_model = {method_model: battery_lib.arm_runs(runs, method_model, dataset, labels)}
     for model, _ in REFERENCES:
         runs_by_model[model] = battery_lib.arm_runs(reference_runs, model, dataset, labels)

@@ -16,6 +16,7 @@ alignment angle, `mechanism_rows`) and the dose-response over the sweep's streng
 
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 
@@ -88,18 +89,42 @@ def arm_scores(runs: dict, column: str = "MIG") -> dict:
                 for k in ("kept", "overpruned")} for v, arm in runs.items()}
 
 
-def with_misalignment(records: list[dict], plane) -> list[dict]:
-    """records with values['misalignment'] (degrees, alignment.run_misalignment in the
-    factor columns `plane`) where the run saved its evaluation codes and some latent
-    follows the two factors linearly; records unchanged without a plane."""
+def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
+    """records with values['misalignment'] (degrees, alignment.code_misalignment in the
+    factor columns `plane`) where some latent follows the two factors linearly: from the
+    run's evaluation codes (eval_codes.npz), or, for a published study whose codes are not
+    in the repository, from STUDY_DIR/alignment.json (written by `python -m
+    benchmark.metrics.alignment STUDY_DIR` in the same plane). Records unchanged without a
+    plane."""
     if plane is None:
         return records
+    saved = _saved_alignment(study_dir, plane)
     out = []
     for r in records:
         angle = alignment.run_misalignment(r["run_dir"], plane)
+        row = saved.get(pathlib.Path(r["run_dir"]).name)
+        if angle is None and row is not None:
+            kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"])
+                    if r2 >= alignment.MIN_R2]
+            angle = float(np.mean(kept)) if kept else None
         values = r["values"] if angle is None else {**r["values"], "misalignment": angle}
         out.append({**r, "values": values})
     return out
+
+
+def _saved_alignment(study_dir, plane) -> dict:
+    """{run name: row} of STUDY_DIR/alignment.json when it was measured in `plane`."""
+    path = None if study_dir is None else pathlib.Path(study_dir) / "alignment.json"
+    if path is None or not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text())
+        if list(content["columns"]) != list(plane):
+            return {}
+        return {row["run"]: row for row in content["runs"]}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: expected the JSON that benchmark.metrics.alignment "
+                         f"writes, found unreadable content ({error})") from None
 
 
 def _summary(values: list[float]) -> dict:
