@@ -1,6 +1,8 @@
 """python -m benchmark.audit --gin_file=my_method.gin [--name=NAME] [--seeds=0,1,2,3,4]
 [--strengths=0.05,0.1,0.2] [--reference=results/geometry_cpu] [--output_dir=results/audit_NAME]
 [--alpha=0.05] [--margin_fraction=0.5] [--dry_run]
+python -m benchmark.audit export --out=DIR [--reference=...] [--seeds=...] [--strengths=...]
+python -m benchmark.audit score --export=DIR --name=NAME [--output_dir=...]
 
 Audits one method (any model of the suite, or the user's own: see models/registry.py and
 docs/studies.md, "Audit a new method") for paper 002's question: does its disentanglement
@@ -46,6 +48,9 @@ modified against noisy.
    that turned from one that lost information; and the dose-response over the sweep's
    strengths, as a table and dose_response.png, with the strength at which each code
    turns (benchmark/battery.py).
+A method trained in another framework (PyTorch, JAX) is audited with `export` (each arm's
+images in the official file format and a manifest), codes written by the user, and
+`score` (the same metrics and verdict): benchmark/external.py.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmark import battery as battery_lib
-from benchmark import config, report, stats, study
+from benchmark import config, external, report, stats, study
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import cli_main, run_command, user_errors
 
@@ -76,7 +81,7 @@ LEGACY_ARMS = ("original", "modified", "noisy")
 def define_flags() -> None:
     """The command's flags (defined only when it runs as a command)."""
     flags.DEFINE_string("gin_file", None, "The method's gin file (model.* bindings, and an "
-                        "`import` line for a method of your own).")
+                        "`import` line for a method of your own); not for export / score.")
     flags.DEFINE_string("name", None, "Name of the method in the audit (default: the gin "
                         "file's stem).")
     flags.DEFINE_list("seeds", [str(s) for s in DEFAULT_SEEDS], "Seeds per arm: more "
@@ -89,6 +94,10 @@ def define_flags() -> None:
                         "runs are the references).")
     flags.DEFINE_bool("dry_run", False, "Print the planned runs and the estimated time, "
                       "train nothing.")
+    flags.DEFINE_string("out", None, "export: the directory to write each arm's images, "
+                        "the manifest and (by you) the codes into.")
+    flags.DEFINE_string("export", None, "score: the directory `export` wrote, with the "
+                        "codes files written into it.")
     flags.DEFINE_string("output_dir", None, "Audit directory (default results/audit_<name>).")
     flags.DEFINE_integer("workers", 1, "Runs at a time.")
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
@@ -527,10 +536,19 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
     sweep); returns audit.md. announce: called with the plan's text before any training."""
     reference = reference_settings(reference_dir)
     settings = audit_settings(gin_file, name, seeds, reference, str(output_dir), strengths)
+    announce(plan(settings, report.load_runs(reference_dir), workers)["text"])
+    summary = study.execute(settings, workers=workers)
+    return write_audit(name, seeds, reference, reference_dir, settings, output_dir, alpha,
+                       margin_fraction, summary["failed"])
+
+
+def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict,
+                output_dir, alpha: float, margin_fraction: float, failed) -> pathlib.Path:
+    """Decides the verdict on the method's finished runs in output_dir/runs (trained by
+    the audit, or scored from codes written elsewhere: benchmark/external.py) and writes
+    audit.md, audit.json, dose_response.png and the report; returns audit.md."""
     battery = settings["battery"]
     reference_runs = report.load_runs(reference_dir)
-    announce(plan(settings, reference_runs, workers)["text"])
-    summary = study.execute(settings, workers=workers)
     dataset = settings["datasets"][0]
     compared = battery_lib.arms_of(battery, dataset)
     manipulated, controls = compared[1], compared[2:]
@@ -579,7 +597,7 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
                "turning": {m: battery_lib.turning_strength(dose, m, alpha)
                            for m in runs_by_model} if dose else {},
                "overpruning": pruning, "reference_study": str(reference_dir),
-               "failed_runs": summary["failed"], "method_runs": len(own),
+               "failed_runs": list(failed), "method_runs": len(own),
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
     out = pathlib.Path(output_dir)
     write_json(out / "audit.json", payload)
@@ -622,8 +640,8 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
                        ("AE (reference)", "ae"), ("PCL (reference)", "pcl")):
         lines += _pruning_lines(label, pruning[key], compared)
     lines.append("")
-    if summary["failed"]:
-        lines.append(f"Failed runs (see {out / 'failed.json'}): {', '.join(summary['failed'])}")
+    if failed:
+        lines.append(f"Failed runs (see {out / 'failed.json'}): {', '.join(failed)}")
     report.write_report(out, out / "report")
     lines.append("Full tables and figures: [report/report.md](report/report.md)")
     path = out / "audit.md"
@@ -632,15 +650,20 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
     return path
 
 
+def _external_settings(reference_dir, seeds, strengths) -> tuple[dict, dict]:
+    """(reference settings, audit settings) for codes trained elsewhere
+    (benchmark/external.py): the reference's arms, a placeholder method."""
+    reference = reference_settings(reference_dir)
+    return reference, audit_settings(external.PLACEHOLDER_GIN, "external", seeds, reference,
+                                     "unused", strengths)
+
+
 @cli_main
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    if not FLAGS.gin_file:
-        raise app.UsageError("--gin_file is required")
-    gin_path = pathlib.Path(FLAGS.gin_file)
-    name = FLAGS.name or gin_path.stem
-    output_dir = FLAGS.output_dir or f"results/audit_{name}"
+    command = argv[1] if len(argv) > 1 else None
+    if len(argv) > 2 or command not in (None, "export", "score"):
+        raise app.UsageError(f"expected no argument (train and audit), 'export' or 'score', "
+                             f"found {' '.join(argv[1:])}")
     # ValueError includes fingerprint.ConfigMismatch: the audit directory holds runs of
     # another configuration (benchmark/study.py); DirectoryLocked is a UserError
     with user_errors(FileNotFoundError, ValueError):
@@ -649,7 +672,31 @@ def main(argv):
             raise ValueError(f"expected 0 < --alpha < 1 and --margin_fraction > 0, found "
                              f"{FLAGS.alpha} and {FLAGS.margin_fraction}")
         strengths = (None if FLAGS.strengths is None
-                      else [float(s) for s in FLAGS.strengths])
+                     else [float(s) for s in FLAGS.strengths])
+        if command == "export":
+            if not FLAGS.out:
+                raise app.UsageError("export needs --out (the directory to write)")
+            reference, settings = _external_settings(FLAGS.reference, seeds, strengths)
+            print(external.export(FLAGS.reference, reference, settings, FLAGS.out,
+                                  strengths))
+            return
+        if command == "score":
+            if not (FLAGS.export and FLAGS.name):
+                raise app.UsageError("score needs --export (the export's directory) and "
+                                     "--name (the method's name)")
+            alpha, fraction = FLAGS.alpha, FLAGS.margin_fraction
+            path = external.score(
+                FLAGS.export, FLAGS.name, FLAGS.output_dir or f"results/audit_{FLAGS.name}",
+                _external_settings,
+                lambda *args: write_audit(*args, alpha, fraction, failed=[]))
+            print(path.read_text().split("\n")[2])
+            print(path)
+            return
+        if not FLAGS.gin_file:
+            raise app.UsageError("--gin_file is required")
+        gin_path = pathlib.Path(FLAGS.gin_file)
+        name = FLAGS.name or gin_path.stem
+        output_dir = FLAGS.output_dir or f"results/audit_{name}"
         if FLAGS.dry_run:
             reference = reference_settings(FLAGS.reference)
             settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,

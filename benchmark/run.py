@@ -417,6 +417,38 @@ def _build(settings: dict) -> tuple:
     return data, configured_model(data.observation_shape)
 
 
+def evaluate_representation(data, representation, settings: dict, code_is_discrete: bool,
+                            codes_path: pathlib.Path) -> tuple[dict, dict]:
+    """(scores, metric settings) of a representation (images (n, h, w, c) in [0, 1] ->
+    codes (n, d)) on `data`, as every run scores it: one settings object (gin-resolved, with
+    the run's seed, the code kind and whether metrics share one sample), the shared sample
+    of the run's seed, and the evaluation sample's first eval_points rows written to
+    codes_path (factors, codes). settings: `run_settings()`."""
+    metric_settings = metrics_lib.resolve_settings(
+        settings["metrics"], settings["seed"], code_is_discrete=code_is_discrete,
+        shared_sample=settings["shared_eval_sample"], max_points=settings["metric_points"])
+    sample = None
+    start = time.perf_counter()
+    if settings["shared_eval_sample"]:       # eval_codes.npz: the shared sample's first rows
+        sample = metrics_lib.draw_shared_sample(
+            data, representation,
+            max(settings["eval_points"], metrics_lib.shared_rows(metric_settings)),
+            settings["seed"])
+        logging.info("evaluation sample of %d rows: %.1f s", len(sample[0]),
+                     time.perf_counter() - start)
+        factors, codes = (a[:settings["eval_points"]] for a in sample)
+    else:
+        eval_rng = np.random.default_rng([settings["seed"], 1])
+        factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
+                                                eval_rng, batch_size=256)
+    with atomic_path(codes_path, ".npz") as tmp, open(tmp, "wb") as f:
+        np.savez(f, factors=factors, codes=codes)
+    scores = metrics_lib.evaluate(data, representation, settings["seed"],
+                                  settings["metrics"], record_errors=True,
+                                  settings=metric_settings, sample=sample)
+    return scores, metric_settings
+
+
 def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
                         output_dir: pathlib.Path) -> pathlib.Path:
     _claim(output_dir, "operative_config.gin", fingerprint_lib.FILE_NAME)
@@ -444,32 +476,11 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
         settings["log_every"], settings["jit_compile"], image_summary=image_summary)
-    # One settings object (gin-resolved, with the seed, the model's code kind and whether
-    # metrics share one sample) scores and is recorded beside the scores.
-    metric_settings = metrics_lib.resolve_settings(
-        settings["metrics"], settings["seed"],
-        code_is_discrete=bool(getattr(model, "code_is_discrete", False)),
-        shared_sample=settings["shared_eval_sample"], max_points=settings["metric_points"])
-    sample = None
     start_eval = time.perf_counter()
-    if settings["shared_eval_sample"]:       # eval_codes.npz: the shared sample's first rows
-        sample = metrics_lib.draw_shared_sample(
-            data, representation,
-            max(settings["eval_points"], metrics_lib.shared_rows(metric_settings)),
-            settings["seed"])
-        logging.info("evaluation sample of %d rows: %.1f s", len(sample[0]),
-                     time.perf_counter() - start_eval)
-        factors, codes = (a[:settings["eval_points"]] for a in sample)
-    else:
-        eval_rng = np.random.default_rng([settings["seed"], 1])
-        factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
-                                                eval_rng, batch_size=256)
     _claim(output_dir, "eval_codes.npz")
-    with atomic_path(output_dir / "eval_codes.npz", ".npz") as tmp, open(tmp, "wb") as f:
-        np.savez(f, factors=factors, codes=codes)
-    scores = metrics_lib.evaluate(data, representation, settings["seed"],
-                                  settings["metrics"], record_errors=True,
-                                  settings=metric_settings, sample=sample)
+    scores, metric_settings = evaluate_representation(
+        data, representation, settings, bool(getattr(model, "code_is_discrete", False)),
+        output_dir / "eval_codes.npz")
     eval_seconds = time.perf_counter() - start_eval
     logging.info("evaluation: %.1f s, %.0f %% of training's %.1f s", eval_seconds,
                  100 * eval_seconds / max(training["seconds"], 1e-9), training["seconds"])

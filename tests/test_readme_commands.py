@@ -9,6 +9,7 @@ The audit runs with --dry_run against its default reference, the published geome
 battery (the plan needs that reference's runs in the checkout); the same command trains
 and decides at tiny scale in tests/benchmark_core/test_audit.py."""
 
+import json
 import pathlib
 import re
 import shlex
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.cli import ROOT, environment
@@ -37,6 +39,8 @@ TINY = {
         "generation.checkpoint_every = 2", "generation.evidence_points = 300",
         "generation.eps_sweep = []", "generation.gate_steps = 2")],
     "benchmark.audit": ["--dry_run"],
+    "benchmark.audit export": ["--seeds=0", "--strengths=0.1"],
+    "benchmark.audit score": [],
 }
 
 
@@ -76,13 +80,34 @@ def test_the_readme_has_its_commands():
             "benchmark.study", "benchmark.report"} <= modules
 
 
+def _key(words: list[str]) -> str:
+    """'benchmark.audit export' for a subcommand, else the module."""
+    if len(words) > 3 and not words[3].startswith("-"):
+        return f"{words[2]} {words[3]}"
+    return words[2]
+
+
 def _tiny(words: list[str], checkout: pathlib.Path) -> list[str]:
     """A README command's arguments at tiny scale: --workers=N (a placeholder) becomes 1,
     a directory under /tmp moves into the checkout, and the module's TINY settings
     follow."""
     args = [("--workers=1" if w == "--workers=N" else
              re.sub(r"=/tmp/", f"={checkout}/tmp/", w)) for w in words[3:]]
-    return [*args, *TINY.get(words[2], [])]
+    return [*args, *TINY.get(_key(words), [])]
+
+
+def _write_codes(export: pathlib.Path) -> None:
+    """The user's step between `audit export` and `audit score`: codes of every exported
+    image, here the top two principal components of the pixels (numpy only)."""
+    manifest = json.loads((export / "manifest.json").read_text())
+    for entry in manifest["arms"].values():
+        with np.load(export / entry["file"], allow_pickle=False) as f:
+            pixels = f["imgs"].reshape(len(f["imgs"]), -1).astype(np.float64)
+        centred = pixels - pixels.mean(axis=0)
+        codes = centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T
+        for target in entry["codes"]:
+            (export / target).parent.mkdir(parents=True, exist_ok=True)
+            np.savez(export / target, codes=codes)
 
 
 @pytest.mark.slow
@@ -91,10 +116,15 @@ def test_every_readme_command_runs_from_a_fresh_checkout(command, checkout):
     words = shlex.split(command)
     if words[2] == "benchmark.study" and "--backend=ray" in words:
         words.remove("--backend=ray")      # the Ray backend: tests/benchmark_core/test_study_ray.py
+    if _key(words) == "benchmark.audit score":     # after the README's export command
+        _write_codes(checkout / next(w.split("=", 1)[1] for w in words
+                                     if w.startswith("--export=")))
     result = subprocess.run([sys.executable, "-m", words[2], *_tiny(words, checkout)],
                             cwd=checkout,
                             env={**environment(), "PYTHONPATH": str(checkout)},
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, f"`{command}` from a fresh checkout:\n{result.stderr[-3000:]}"
-    if words[2] == "benchmark.audit":
+    if _key(words) == "benchmark.audit":
         assert "audit plan:" in result.stdout and "finished" in result.stdout
+    if _key(words) == "benchmark.audit score":
+        assert "Verdict:" in result.stdout

@@ -1,0 +1,231 @@
+"""Audit a method trained in any framework: `python -m benchmark.audit export` and `score`.
+
+    python -m benchmark.audit export --out=DIR [--reference=results/geometry_cpu]
+        [--seeds=0,1,2,3,4] [--strengths=...]
+    ... train the method elsewhere on each arm's images, write one codes file per arm and
+        seed (below) ...
+    python -m benchmark.audit score --export=DIR --name=NAME [--output_dir=...]
+
+`export` writes, for every arm of the reference battery (benchmark/battery.py), every image
+of the arm in the dataset's official format (`benchmark.data export`: the dSprites npz,
+images as grey levels k/255 in float16 where the arm is not binary, 0/1 uint8 where it
+is; the Shapes3D h5, uint8) under DIR/<arm>/, and DIR/manifest.json: the reference, the battery, the arms
+(variant, file, number of images, SHA-256), the seeds, and where the codes go. Train the
+method on an arm's file (one model per arm and seed), encode *every image of that file in
+its order* and write DIR/codes/<arm>/seed<S>.npz with one array `codes`, float (n_images,
+d): row i is the code of image i (the mean of an encoder's posterior, say). Files are
+data: read with allow_pickle=False.
+
+`score` checks every codes file (present, the arm's number of rows, finite floats), then
+scores each as the suite scores its own runs (`benchmark.run.evaluate_representation`: the
+reference's metric settings, the run seed's shared evaluation sample drawn from the arm's
+images, each image's code looked up from the file by the image's exported pixels), writes
+a run directory per arm and seed (results.json, eval_codes.npz) under --output_dir/runs/,
+and decides the verdict with the audit's own statistics (`benchmark.audit.write_audit`).
+Health measures that need the model (active dims, over-pruning) are unknown for codes from
+elsewhere, so no such run counts as over-pruned.
+
+The export holds whole arms, so it is for batteries on small datasets (at most
+MAX_IMAGES images an arm; the geometry battery's ellipse has 1,024).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+
+import gin
+import numpy as np
+
+from benchmark import battery as battery_lib
+from benchmark import config, study
+from benchmark.atomic import write_json
+from benchmark.errors import ConfigError
+
+#: the most images an exported arm may have (its whole grid is written)
+MAX_IMAGES = 65536
+MANIFEST = "manifest.json"
+#: the placeholder method whose run settings carry an arm's data and metric bindings
+PLACEHOLDER_GIN = "models/ae.gin"
+
+
+def arm_specs(settings: dict) -> list:
+    """[(arm label, variant, [run spec of each seed])] of an audit's settings
+    (benchmark.audit.audit_settings, with a placeholder method)."""
+    dataset = settings["datasets"][0]
+    return [(battery_lib.label(variant, dataset), variant,
+             study.expand({**settings, "variants": [variant]}))
+            for variant in settings["variants"]]
+
+
+def _load(spec) -> tuple:
+    """(data, run settings) of one run spec, as the runner builds them."""
+    from benchmark import run
+    from benchmark.data import load_data
+    from perturbations.artefact import load_variant
+    gin.clear_config()
+    config.parse_config(list(spec.gin_files), list(spec.bindings))
+    return load_data(artefact_loader=load_variant), run.run_settings()
+
+
+def _pixels(images: np.ndarray, binary: bool) -> np.ndarray:
+    """Images in [0, 1] as the export writes them (benchmark/data/export.py)."""
+    if binary:
+        return (images >= 0.5).astype(np.uint8)
+    return np.rint(images * 255.0).astype(np.uint8)
+
+
+def _digest(pixels: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(pixels).tobytes(), digest_size=16).digest()
+
+
+def _binary(data) -> bool:
+    return data.describe().get("variant", "original") == "original"
+
+
+def export(reference_dir, reference: dict, settings: dict, out, strengths=None
+           ) -> pathlib.Path:
+    """Writes every arm's images and the manifest into `out`; returns the manifest path.
+    reference, settings: the reference study's settings and the audit's, with the
+    PLACEHOLDER_GIN method (benchmark.audit builds them)."""
+    from benchmark.data.export import export_official
+    from benchmark.data.files import file_sha256
+    arms = arm_specs(settings)
+    seeds = settings["seeds"]
+    out = pathlib.Path(out)
+    manifest_arms = {}
+    for label, variant, specs in arms:
+        data, _ = _load(specs[0])
+        if data.num_images > MAX_IMAGES:
+            raise ConfigError(f"export: expected arms of at most {MAX_IMAGES} images (the "
+                              f"whole arm is written), found {data.num_images} in {label}; "
+                              "use a battery on a reduced dataset (the geometry battery)")
+        suffix = ".npz" if data.name == "dsprites" else ".h5"
+        path = out / label / f"{data.name}_{label}{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        export_official(data, str(path), progress=False)
+        manifest_arms[label] = {"variant": variant, "file": str(path.relative_to(out)),
+                                "images": int(data.num_images),
+                                "sha256": file_sha256(path),
+                                "codes": [f"codes/{label}/seed{s}.npz" for s in seeds]}
+    return write_json(out / MANIFEST, {
+        "reference": str(pathlib.Path(reference_dir).resolve()),
+        "reference_name": reference.get("name"), "battery": settings["battery"],
+        "seeds": [int(s) for s in seeds],
+        "strengths": None if strengths is None else [float(s) for s in strengths],
+        "arms": manifest_arms,
+        "codes_format": "one npz per arm and seed with the array 'codes', float "
+                        "(images, d): row i the code of image i of the arm's file"})
+
+
+def read_manifest(export_dir) -> dict:
+    """The export's manifest, its types checked (a file from a user is data)."""
+    path = pathlib.Path(export_dir) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"--export: expected a directory written by `python -m "
+                                f"benchmark.audit export`, found no {path}")
+    try:
+        manifest = json.loads(path.read_text())
+        arms = manifest["arms"]
+        ok = (isinstance(arms, dict) and arms and isinstance(manifest["seeds"], list)
+              and all(isinstance(s, int) for s in manifest["seeds"])
+              and isinstance(manifest["reference"], str)
+              and all(isinstance(a.get("images"), int) for a in arms.values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: expected the export's manifest, found unreadable content "
+                         f"({error})") from None
+    if not ok:
+        raise ValueError(f"{path}: expected 'reference', integer 'seeds' and 'arms' with "
+                         "their image counts")
+    return manifest
+
+
+def read_codes(path: pathlib.Path, rows: int) -> np.ndarray:
+    """A codes file: one float array 'codes' (rows, d), finite; ValueError otherwise."""
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            codes = np.asarray(saved["codes"])
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"{path}: expected an npz with the array 'codes' (the export's "
+                         f"manifest says how), found an unreadable file ({error})") from None
+    if codes.ndim != 2 or codes.shape[0] != rows or codes.shape[1] < 1:
+        raise ValueError(f"{path}: expected codes of shape ({rows}, d), one row per image of "
+                         f"the arm's file, found {codes.shape}")
+    if not np.issubdtype(codes.dtype, np.number) or not np.all(np.isfinite(codes)):
+        raise ValueError(f"{path}: expected finite numbers, found "
+                         + ("dtype " + str(codes.dtype) if not np.issubdtype(
+                             codes.dtype, np.number) else "NaN or infinite values"))
+    return codes.astype(np.float64)
+
+
+def _lookup(data, codes: np.ndarray):
+    """A representation function (images -> codes) that finds each image's row of `codes`
+    by its exported pixels; every image of `data` is in it."""
+    binary = _binary(data)
+    bank = {}
+    for start in range(0, data.num_images, 1024):
+        indices = np.arange(start, min(start + 1024, data.num_images))
+        for i, pixels in zip(indices, _pixels(data.images(indices), binary)):
+            bank.setdefault(_digest(pixels), i)
+
+    def representation(images: np.ndarray) -> np.ndarray:
+        rows = []
+        for pixels in _pixels(np.asarray(images), binary):
+            row = bank.get(_digest(pixels))
+            if row is None:
+                raise ValueError("an evaluation image is not among the arm's exported images")
+            rows.append(row)
+        return codes[np.asarray(rows, dtype=np.int64)]
+    return representation
+
+
+def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
+          ) -> pathlib.Path:
+    """Checks and scores every codes file of an export, then writes the audit (module
+    docstring); returns audit.md. settings_of(reference_dir, seeds, strengths) -> (the
+    reference's settings, the audit's with the PLACEHOLDER_GIN method); decide(name, seeds,
+    reference, reference_dir, settings, output_dir) -> audit.md: benchmark.audit's."""
+    from benchmark import results as results_lib
+    from benchmark.run import evaluate_representation
+    export_dir = pathlib.Path(export_dir)
+    manifest = read_manifest(export_dir)
+    seeds = manifest["seeds"]
+    reference, settings = settings_of(manifest["reference"], seeds, manifest.get("strengths"))
+    arms = arm_specs(settings)
+    expected = {label: variant for label, variant, _ in arms}
+    found = {label: arm.get("variant") for label, arm in manifest["arms"].items()}
+    if found != expected:
+        raise ValueError(f"{export_dir / MANIFEST}: expected the arms of the reference "
+                         f"{manifest['reference']} ({expected}), found {found}")
+    missing = [f"codes/{label}/seed{s}.npz" for label in expected for s in seeds
+               if not (export_dir / "codes" / label / f"seed{s}.npz").is_file()]
+    if missing:
+        raise FileNotFoundError(f"{export_dir}: expected a codes file per arm and seed, "
+                                f"missing {len(missing)}: {', '.join(missing[:6])}"
+                                + (" ..." if len(missing) > 6 else ""))
+    codes = {(label, s): read_codes(export_dir / "codes" / label / f"seed{s}.npz",
+                                    manifest["arms"][label]["images"])
+             for label in expected for s in seeds}                 # every file checked first
+    out = pathlib.Path(output_dir)
+    announce(f"scoring {len(codes)} codes files ({len(expected)} arms × {len(seeds)} seeds)")
+    for label, variant, specs in arms:
+        for spec in specs:
+            data, run_settings = _load(spec)
+            seed = run_settings["seed"]
+            run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            scores, metric_settings = evaluate_representation(
+                data, _lookup(data, codes[(label, seed)]), run_settings, False,
+                run_dir / "eval_codes.npz")
+            results_lib.write(
+                run_dir, model=name, seed=seed, dataset=data.describe(), scores=scores,
+                final_losses={}, gin_config="\n".join(
+                    b for b in spec.bindings if not b.startswith("model.")),
+                metric_settings=metric_settings,
+                settings={"external_codes": str(export_dir / "codes" / label /
+                                                f"seed{seed}.npz")})
+    gin.clear_config()
+    audit_settings = {**settings, "name": f"audit_{name}", "output_dir": str(out),
+                      "models": {name: "external codes"}}
+    return decide(name, seeds, reference, manifest["reference"], audit_settings, out)

@@ -1,0 +1,107 @@
+"""A method trained in another framework, audited end to end (issue 29 item 5): `python -m
+benchmark.audit export` writes each arm's images, a method that uses no TensorFlow
+(scikit-learn's FastICA on a PCA of the pixels) writes one codes file per arm and seed,
+and `python -m benchmark.audit score` checks, scores and decides."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmark import external
+from tests.benchmark_core.test_audit import GEOMETRY, _geometry_reference
+from tests.cli import ROOT, environment, python_m
+
+#: the user's side: reads the export with numpy, fits FastICA on PCA of the pixels, writes
+#: codes; it must not import TensorFlow
+METHOD = r"""
+import json, pathlib, sys
+import numpy as np
+from sklearn.decomposition import PCA, FastICA
+export = pathlib.Path(sys.argv[1])
+manifest = json.loads((export / "manifest.json").read_text())
+for arm, entry in manifest["arms"].items():
+    with np.load(export / entry["file"], allow_pickle=False) as f:
+        images = f["imgs"].reshape(len(f["imgs"]), -1).astype(np.float32)
+    for seed, target in zip(manifest["seeds"], entry["codes"]):
+        reduced = PCA(n_components=8, random_state=seed).fit_transform(images)
+        codes = FastICA(n_components=2, random_state=seed, max_iter=400).fit_transform(reduced)
+        (export / target).parent.mkdir(parents=True, exist_ok=True)
+        np.savez(export / target, codes=codes)
+assert "tensorflow" not in sys.modules
+print("wrote codes")
+"""
+
+
+@pytest.mark.slow
+def test_export_codes_from_elsewhere_and_score(tmp_path):
+    reference = _geometry_reference(tmp_path / "reference")
+    export_dir = tmp_path / "export"
+    exported = python_m("benchmark.audit", "export", f"--out={export_dir}",
+                        f"--reference={reference}", "--seeds=0,1")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    manifest = json.loads((export_dir / "manifest.json").read_text())
+    assert sorted(manifest["arms"]) == sorted(GEOMETRY) and manifest["seeds"] == [0, 1]
+    wave = manifest["arms"]["wave@0.3"]
+    with np.load(export_dir / wave["file"], allow_pickle=False) as f:
+        images = f["imgs"]
+        assert images.shape == (1024, 64, 64) and images.dtype == np.float16
+        levels = np.unique(images)                           # grey levels k / 255, not 0/1
+        assert len(levels) > 2 and np.allclose(levels * 255, np.rint(levels * 255), atol=0.1)
+    with np.load(export_dir / manifest["arms"]["original"]["file"], allow_pickle=False) as f:
+        assert set(np.unique(f["imgs"])) <= {0, 1}
+
+    out = tmp_path / "audit"
+    early = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                     f"--output_dir={out}")
+    assert early.returncode == 2 and "missing 10" in early.stderr.strip().splitlines()[-1]
+
+    method = subprocess.run([sys.executable, "-c", METHOD, str(export_dir)], cwd=tmp_path,
+                            env=environment(), capture_output=True, text=True, timeout=600)
+    assert method.returncode == 0 and "wrote codes" in method.stdout, method.stderr[-2000:]
+    scored = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                      f"--output_dir={out}", timeout=900)
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    assert scored.stdout.strip().splitlines()[-1] == str(out / "audit.md")
+    result = json.loads((out / "audit.json").read_text())
+    assert result["model_name"] == "ica" and result["arms"][1] == "wave@0.3"
+    runs = sorted(p.parent.name for p in (out / "runs").glob("*/results.json"))
+    assert runs == sorted(f"ica_dsprites_{v}_seed{s}" for v in GEOMETRY for s in (0, 1))
+    mechanism = {(r["model"], r["arm"]): r for r in result["mechanism"]}
+    mig = mechanism[("ica", "original")]["MIG"]
+    assert mig["n"] == 2 and 0.0 <= mig["mean"] <= 1.0
+    assert result["method_drops"]["wave@0.3"]["n_original"] == 2
+    assert "Verdict:" in (out / "audit.md").read_text()
+
+    # a codes file of the wrong shape is one line naming it, exit 2
+    np.savez(export_dir / "codes" / "wave@0.3" / "seed1.npz", codes=np.zeros((10, 2)))
+    bad = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica2",
+                   f"--output_dir={tmp_path / 'audit2'}")
+    assert bad.returncode == 2
+    assert "expected codes of shape (1024, d)" in bad.stderr.strip().splitlines()[-1]
+
+
+def test_codes_files_are_checked(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez(path, codes=np.ones((4, 2)))
+    assert external.read_codes(path, 4).shape == (4, 2)
+    with pytest.raises(ValueError, match=r"expected codes of shape \(5, d\)"):
+        external.read_codes(path, 5)
+    np.savez(path, codes=np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        external.read_codes(path, 1)
+    np.savez(path, other=np.ones(3))
+    with pytest.raises(ValueError, match="the array 'codes'"):
+        external.read_codes(path, 3)
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object))
+    (tmp_path / "objects.npy").rename(tmp_path / "o.npz")
+    with pytest.raises(ValueError, match="unreadable"):
+        external.read_codes(tmp_path / "o.npz", 1)
+    with pytest.raises(FileNotFoundError, match="manifest.json"):
+        external.read_manifest(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"arms": {}, "seeds": [0],
+                                                        "reference": "r"}))
+    with pytest.raises(ValueError, match="expected 'reference'"):
+        external.read_manifest(tmp_path)
