@@ -5,7 +5,7 @@ It registers, under the names the shipped gin files use:
 - every part with settings, `registry.CONFIGURABLES`: each method's settings under its
   scope (`beta_vae.beta`, `discrete_vae.lr_end`), each encoder and decoder
   (`mlp_encoder.hidden`) and each optimiser of models/optimizers.py (`adam.learning_rate`,
-  `adamw.weight_decay`, `factor_vae_discriminator_adam.beta_1`, `manipulation_adam.*`).
+  `adamw.weight_decay`, `factor_vae_discriminator_adam.beta_1`, `manipulation_adam.*`, `game_decoder_adam.*`).
 The library constructors never read gin: `configured_model` and `configured_optimizer`
 read the bindings and pass them on as arguments. A new registry entry or optimiser is
 registered here by itself.

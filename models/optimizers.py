@@ -61,9 +61,19 @@ def tripod_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float
 
 def manipulation_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
                       epsilon: float = 1e-7) -> keras.optimizers.Optimizer:
-    """Paper 002 appendix B.1: both optimisers of the manipulation game (m(w) and the
-    reference decoders; perturbations/manipulation.py)."""
+    """Paper 002 appendix B.1: the optimiser of m(w) in the manipulation game
+    (perturbations/manipulation.py); the reference decoders have their own,
+    `game_decoder_adam`, with the same defaults."""
     _check_adam("manipulation_adam", learning_rate, beta_1, beta_2, epsilon)
+    return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+
+def game_decoder_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
+                      epsilon: float = 1e-7) -> keras.optimizers.Optimizer:
+    """Paper 002 appendix B.1: the optimiser of the reference decoders in the manipulation
+    game (Adam 1e-4, 0.9, 0.999, 1e-7 like m's; a gin scope of its own, so that binding
+    m's learning rate does not change the decoders')."""
+    _check_adam("game_decoder_adam", learning_rate, beta_1, beta_2, epsilon)
     return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
 
 
@@ -80,4 +90,4 @@ def cosine_adam(learning_rate: float = 1e-3, decay_steps: int = 50000,
 #: every optimiser a registry entry can name, by its gin name
 OPTIMIZERS = {"adam": dlib_adam, "factor_vae_discriminator_adam": factor_vae_discriminator_adam,
               "adamw": paper001_adamw, "tripod_adamw": tripod_adamw,
-              "manipulation_adam": manipulation_adam}
+              "manipulation_adam": manipulation_adam, "game_decoder_adam": game_decoder_adam}

@@ -42,7 +42,7 @@ from benchmark.data.variants import DEFAULT_EPS
 from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.lock import directory_lock
 from models.configurables import configured_optimizer
-from models.optimizers import manipulation_adam
+from models.optimizers import game_decoder_adam, manipulation_adam
 from perturbations import artefact, diagnostics, manipulation, references
 
 FLAGS = flags.FLAGS
@@ -82,7 +82,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         mean_penalty: float = 0.0, output_init_scale: float = 0.1,
                         neuron_learning_rate_scale: float = 1.0, gate_steps: int = 1000,
                         fixed_factors: dict | None = None,
-                        unit_variance_init: bool = False) -> dict:
+                        unit_variance_init: bool = False, neuron_direction=None) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -112,6 +112,11 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     unit_variance_init: rescale m's initial weights so each layer's pre-activation has
       unit variance over the data's factors (False: dlib's Glorot initialisation, as the
       paper; perturbations/manipulation.py says why the default init can kill m).
+    neuron_direction: the initial direction of the one neuron's input weights, m's
+      direction in factor space ('diagonal', k numbers, or None: dlib's random draw of
+      `seed`), norm kept (manipulation.set_neuron_direction); with two factors its angle
+      is logged every step (`scalar_direction_deg`), so whether it learns a mixing
+      direction or stays where it started is seen.
     Whatever the init, the game stops with an error when m dies (a hidden layer of its
     decoder dead for 10 consecutive updates).
     """
@@ -127,6 +132,13 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     if not 0.0 < float(output_init_scale) <= 1.0:
         raise ValueError(f"generation.output_init_scale must be in (0, 1], found "
                          f"{output_init_scale}")
+    if neuron_direction is not None and not (
+            neuron_direction == "diagonal" or (
+                isinstance(neuron_direction, (list, tuple)) and neuron_direction
+                and all(isinstance(v, (int, float)) and np.isfinite(v) for v in neuron_direction)
+                and any(neuron_direction))):
+        raise ValueError(f"generation.neuron_direction must be None, 'diagonal' or one finite "
+                         f"number per factor, not all 0, found {neuron_direction!r}")
     if eps is None:
         if dataset not in DEFAULT_EPS:
             raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
@@ -154,7 +166,10 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 neuron_learning_rate_scale=float(neuron_learning_rate_scale),
                 gate_steps=int(gate_steps),
                 fixed_factors=dict(fixed_factors or {}),
-                unit_variance_init=bool(unit_variance_init))
+                unit_variance_init=bool(unit_variance_init),
+                neuron_direction=(neuron_direction if neuron_direction is None
+                                  or isinstance(neuron_direction, str)
+                                  else [float(v) for v in neuron_direction]))
 
 
 def generation_data(settings: dict):
@@ -163,6 +178,11 @@ def generation_data(settings: dict):
     data = get_dataset(settings["dataset"], settings["source"])
     if settings["fixed_factors"]:
         data = FactorSubset(data, settings["fixed_factors"])
+    direction = settings.get("neuron_direction")
+    if isinstance(direction, list) and len(direction) != data.num_factors:
+        raise ValueError(f"generation.neuron_direction: expected {data.num_factors} numbers "
+                         f"(one per factor of {data.name}: {', '.join(data.factor_names)}), "
+                         f"found {len(direction)}")
     return data
 
 
@@ -177,6 +197,10 @@ def initial_manipulation(data, settings: dict):
     keras.utils.set_random_seed(settings["seed"])
     network = manipulation.manipulation_network(data.num_factors, data.observation_shape,
                                                 settings["output_init_scale"])
+    if settings.get("neuron_direction") is not None:
+        weights = manipulation.set_neuron_direction(network, settings["neuron_direction"])
+        logging.info("neuron_direction %s: initial weights %s", settings["neuron_direction"],
+                     ", ".join(f"{w:.3g}" for w in weights))
     if settings.get("unit_variance_init"):
         factors = data.sample_factors(INIT_FACTORS, np.random.default_rng(settings["seed"]))
         scales = manipulation.unit_variance_init(
@@ -204,7 +228,8 @@ def scaled_optimizer(optimizer, scale: float):
 GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
              "reference_bindings", "reference_seeds", "reference_runs", "ensemble_size",
              "batch_size", "latent_samples", "seed", "reconstruction", "mean_penalty",
-             "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init")
+             "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init",
+             "neuron_direction")
 
 
 def check_game_settings(work_dir, settings: dict, optimizers) -> dict:
@@ -351,9 +376,11 @@ def reference_migs(original, modified, encoders: dict, seed: int, points: int) -
 def generate(settings: dict, export_path: str | None = None, optimizers=(None, None)
              ) -> pathlib.Path:
     """Runs the whole generation; returns the artefact directory. optimizers: (of m, of the
-    reference decoders); None: `manipulation_adam()` (main: gin's `manipulation_adam.*`)."""
+    reference decoders); None: `manipulation_adam()` and `game_decoder_adam()` (main:
+    gin's `manipulation_adam.*` and `game_decoder_adam.*`)."""
     data = generation_data(settings)
-    m_optimizer, decoder_optimizer = (o or manipulation_adam() for o in optimizers)
+    m_optimizer = optimizers[0] or manipulation_adam()
+    decoder_optimizer = optimizers[1] or game_decoder_adam()
     game_settings = check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
                                         settings, [m_optimizer, decoder_optimizer])
     found = gather_references(settings)
@@ -437,7 +464,8 @@ def main(argv):
         settings = generation_settings()
         generation_data(settings)          # a wrong fixed_factors fails before any training
         # read before the references' gin configs replace the parsed one
-        optimizers = [configured_optimizer("manipulation_adam") for _ in range(2)]
+        optimizers = [configured_optimizer("manipulation_adam"),
+                      configured_optimizer("game_decoder_adam")]
     occupied = occupied_outputs(settings)
     if occupied and not FLAGS.overwrite:
         raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact; pass "

@@ -17,8 +17,9 @@ reference beta-VAEs are frozen and fed the *original* image x; each reference de
 (averaged over the models of each side, so an ensemble of 4 + 4 weighs both sides alike).
 Decoders get 3x more batches than m: each step of `ManipulationGame.train_step` takes a
 batch of 4n images, makes 3 decoder updates on its first three quarters and one update of
-m on the last. Both optimisers are Adam(lr 1e-4, 0.9, 0.999, eps 1e-7) (appendix B.1;
-`models.optimizers.manipulation_adam`, gin `manipulation_adam.*`).
+m on the last. m and the decoders have separate optimisers, both Adam(lr 1e-4, 0.9, 0.999,
+eps 1e-7) (appendix B.1; `models.optimizers.manipulation_adam` for m, gin
+`manipulation_adam.*`, and `game_decoder_adam` for the decoders, gin `game_decoder_adam.*`).
 
 Choices that decide whether m learns a w-dependent pattern (issue 14 item 2):
 - `reconstruction`: the game's loss of x' given the decoders' logits l. 'squared_error'
@@ -63,7 +64,7 @@ import tensorflow as tf
 
 from models import losses
 from models.architectures import conv_decoder
-from models.optimizers import manipulation_adam
+from models.optimizers import game_decoder_adam, manipulation_adam
 
 
 #: the reconstruction losses the game can use (`reconstruction`; module docstring)
@@ -90,6 +91,36 @@ def manipulation_network(num_factors: int, output_shape=(64, 64, 1),
         last = decoder.layers[-1]
         last.set_weights([w * float(output_init_scale) for w in last.get_weights()])
     return keras.Model(factors, bounded, name="manipulation")
+
+
+def neuron_direction_deg(weights):
+    """The direction of the one neuron's input weights a = (a_0, a_1) in the plane of two
+    factors, in degrees in [0, 180) (a and -a are one direction: m varies along it either
+    way): 0 follows factor 0 alone, 90 factor 1 alone, 45 and 135 mix both equally."""
+    weights = tf.cast(weights, tf.float32)
+    return tf.math.floormod(tf.math.atan2(weights[1], weights[0]) * (180.0 / np.pi), 180.0)
+
+
+def set_neuron_direction(manipulation: keras.Model, direction) -> list[float]:
+    """Points the one neuron's input weights along `direction` ('diagonal': equal weight
+    on every factor, or k numbers), keeping their initial norm and bias; returns the
+    weights. The game's choice of which factors m depends on starts here (issue 28)."""
+    neuron = manipulation.get_layer("single_neuron")
+    kernel, bias = neuron.get_weights()
+    k = kernel.shape[0]
+    if isinstance(direction, str):
+        if direction != "diagonal":
+            raise ValueError(f"neuron_direction: expected 'diagonal' or {k} numbers, found "
+                             f"{direction!r}")
+        vector = np.ones(k)
+    else:
+        vector = np.asarray(direction, dtype=np.float64)
+        if vector.shape != (k,) or not np.all(np.isfinite(vector)) or not np.any(vector):
+            raise ValueError(f"neuron_direction: expected 'diagonal' or {k} finite numbers, "
+                             f"not all 0 (one per factor), found {list(direction)!r}")
+    new = vector / np.linalg.norm(vector) * np.linalg.norm(kernel)
+    neuron.set_weights([new.reshape(kernel.shape).astype(kernel.dtype), bias])
+    return new.tolist()
 
 
 def hidden_relu_layers(manipulation: keras.Model) -> list:
@@ -189,7 +220,7 @@ class ManipulationGame(keras.Model):
       eps: manipulation strength (0.1 dSprites, 0.175 Shapes3D; sec. 5.2).
       latent_samples: latent samples per image in the decoder losses (5 in appendix B.1).
       manipulation_optimizer, decoder_optimizer: of m and of the reference decoders (None:
-        `manipulation_adam()`, appendix B.1).
+        `manipulation_adam()` and `game_decoder_adam()`, appendix B.1).
       reconstruction: 'squared_error' (eqs. 4-5, default) or 'bernoulli' (module docstring).
       mean_penalty: weight >= 0 of the batch-mean penalty on m (module docstring).
       neuron_optimizer: of the one neuron's weights alone (None: they are m's like the
@@ -233,7 +264,7 @@ class ManipulationGame(keras.Model):
         for encoder in self.entangled_encoders + self.disentangled_encoders:
             encoder.trainable = False
         self.manipulation_optimizer = manipulation_optimizer or manipulation_adam()
-        self.decoder_optimizer = decoder_optimizer or manipulation_adam()
+        self.decoder_optimizer = decoder_optimizer or game_decoder_adam()
         self.neuron_optimizer = neuron_optimizer
         self.hidden_activations = hidden_activations(manipulation)
 
@@ -321,8 +352,10 @@ class ManipulationGame(keras.Model):
         pattern, image-independent, in [0, 1]), `m_saturated` (fraction of |m| >
         SATURATION), `scalar_weight_norm`, `scalar_weight_<i>` and `scalar_std` (the one
         neuron's weight norm, its weight on factor i, and the spread of its output
-        s = a . w + b over the batch), `m_dead_layers` (hidden ReLU layers of m's decoder
-        with no positive output for any image of the batch)."""
+        s = a . w + b over the batch), with two factors `scalar_direction_deg` (the
+        direction of a in the factor plane, `neuron_direction_deg`), `m_dead_layers`
+        (hidden ReLU layers of m's decoder with no positive output for any image of the
+        batch)."""
         dead_layers = tf.add_n([tf.cast(tf.reduce_max(h) <= 0.0, tf.int32)
                                 for h in self.hidden_activations(factors)])
         energy = tf.reduce_mean(tf.square(m))
@@ -334,6 +367,8 @@ class ManipulationGame(keras.Model):
                 "scalar_weight_norm": tf.norm(neuron.kernel),
                 **{f"scalar_weight_{i}": neuron.kernel[i, 0]
                    for i in range(neuron.kernel.shape[0])},
+                **({"scalar_direction_deg": neuron_direction_deg(neuron.kernel[:, 0])}
+                   if neuron.kernel.shape[0] == 2 else {}),
                 "scalar_std": tf.math.reduce_std(scalar),
                 "m_dead_layers": dead_layers}
 

@@ -174,6 +174,26 @@ def test_initial_manipulation_depends_on_the_seed_only():
     assert not np.array_equal(first, other)
 
 
+def test_the_neurons_initial_direction_is_a_setting_checked_before_any_training():
+    from perturbations.generate import (generation_data, generation_settings,
+                                        initial_manipulation)
+    ellipse = {"shape": 1, "scale": 5, "orientation": 0}
+    settings = generation_settings(source="procedural", fixed_factors=ellipse,
+                                   neuron_direction="diagonal")
+    data = generation_data(settings)
+    kernel = initial_manipulation(data, settings).get_layer("single_neuron").get_weights()[0]
+    random = initial_manipulation(data, generation_settings(
+        source="procedural", fixed_factors=ellipse)).get_layer("single_neuron").get_weights()[0]
+    assert kernel[0, 0] == pytest.approx(kernel[1, 0])
+    assert np.linalg.norm(kernel) == pytest.approx(np.linalg.norm(random), rel=1e-6)
+    for bad in ("random", [0, 0], ["a", 1]):
+        with pytest.raises(ValueError, match="neuron_direction must be"):
+            generation_settings(neuron_direction=bad)
+    with pytest.raises(ValueError, match="expected 2 numbers"):
+        generation_data(generation_settings(source="procedural", fixed_factors=ellipse,
+                                            neuron_direction=[1.0, 0.0, 0.0]))
+
+
 def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
     from benchmark.errors import UserError
     from models.optimizers import manipulation_adam

@@ -306,3 +306,48 @@ def test_a_dead_layer_is_counted_and_stops_the_generation_after_patience():
     assert "m died: 2 hidden layer(s)" in check({"m_dead_layers": 2})
     with pytest.raises(ValueError, match="patience"):
         manipulation.dead_manipulation_check(0)
+
+
+def test_the_game_has_two_optimizers_and_the_neurons_direction_is_set_and_logged():
+    import gin
+
+    from models.configurables import configured_optimizer
+    game = _game()
+    assert game.manipulation_optimizer is not game.decoder_optimizer
+    for optimizer in (game.manipulation_optimizer, game.decoder_optimizer):   # appendix B.1
+        config = optimizer.get_config()
+        assert (float(config["learning_rate"]), config["beta_1"], config["beta_2"],
+                config["epsilon"]) == (pytest.approx(1e-4), 0.9, 0.999, 1e-7)
+    gin.clear_config()
+    gin.parse_config(["manipulation_adam.learning_rate = 0.002"])
+    try:          # m's rate is bound, the decoders' keeps the paper's
+        assert float(configured_optimizer("manipulation_adam").learning_rate) == \
+            pytest.approx(0.002)
+        assert float(configured_optimizer("game_decoder_adam").learning_rate) == \
+            pytest.approx(1e-4)
+    finally:
+        gin.clear_config()
+
+    tf.keras.utils.set_random_seed(0)
+    network = manipulation.manipulation_network(2)
+    kernel = network.get_layer("single_neuron").get_weights()[0][:, 0]
+    weights = manipulation.set_neuron_direction(network, "diagonal")
+    assert weights[0] == pytest.approx(weights[1])
+    assert np.linalg.norm(weights) == pytest.approx(np.linalg.norm(kernel), rel=1e-6)
+    assert float(manipulation.neuron_direction_deg(np.asarray(weights))) == pytest.approx(45)
+    manipulation.set_neuron_direction(network, [0.0, -2.0])
+    assert float(manipulation.neuron_direction_deg(
+        network.get_layer("single_neuron").get_weights()[0][:, 0])) == pytest.approx(90)
+    assert float(manipulation.neuron_direction_deg(np.array([-1.0, 1.0]))) == pytest.approx(135)
+    for bad in ("random", [1.0], [0.0, 0.0], [np.nan, 1.0]):
+        with pytest.raises(ValueError, match="neuron_direction: expected"):
+            manipulation.set_neuron_direction(network, bad)
+    # logged every step with two factors: the angle of the neuron's weights
+    plane = manipulation.ManipulationGame(
+        network, [(game.entangled_encoders[0], game.entangled_decoders[0])],
+        [(game.disentangled_encoders[0], game.disentangled_decoders[0])], 0.1)
+    factors = np.random.default_rng(0).random((8, 2)).astype(np.float32)
+    terms = plane.diagnostics(factors, network(factors))
+    assert float(terms["scalar_direction_deg"]) == pytest.approx(90, abs=1e-4)
+    assert "scalar_direction_deg" not in game.diagnostics(
+        np.zeros((8, 5), np.float32), tf.zeros((8, 64, 64, 1)))     # five factors: no plane
