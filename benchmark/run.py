@@ -109,7 +109,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  pair_rate: float = 6.0, health_points: int = 1000,
                  figures: bool = True, precision: str = "float32",
                  shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS,
-                 metric_points: int | None = None) -> dict:
+                 metric_points: int | None = None, eval_every: int = 0) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -130,6 +130,11 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
       eval_points and health_points, at this many, e.g. 300 for a smoke test in seconds;
       None: each metric's own settings (dlib's 10,000-point samples). The capped settings
       are recorded with the scores.
+    eval_every: every this many steps (a multiple of checkpoint_every, so a point is at a
+      checkpoint and a resumed run recomputes none twice; 0: never) the run scores its
+      metrics and active dims as it will at the end, into curves.json and TensorBoard
+      ('eval/...'): a learning curve. It does not change training (not in the
+      fingerprint).
     Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
@@ -141,6 +146,10 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     batch_size = _count("batch_size", batch_size, 1)
     checkpoint_every = _count("checkpoint_every", checkpoint_every, 1)
     log_every = _count("log_every", log_every, 1)
+    eval_every = _count("eval_every", eval_every, 0)
+    if eval_every % checkpoint_every:
+        raise RunError(f"run.eval_every must be a multiple of run.checkpoint_every "
+                       f"({checkpoint_every}), found {eval_every}")
     eval_points = _count("eval_points", eval_points, 2)
     health_points = _count("health_points", health_points, 2)
     if metric_points is not None:       # a smoke test: every evaluation sample capped
@@ -165,7 +174,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
                 health_points=health_points, figures=figures, precision=precision,
                 shared_eval_sample=shared_eval_sample, threads=threads,
-                metric_points=metric_points)
+                metric_points=metric_points, eval_every=eval_every)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -418,12 +427,12 @@ def _build(settings: dict) -> tuple:
 
 
 def evaluate_representation(data, representation, settings: dict, code_is_discrete: bool,
-                            codes_path: pathlib.Path) -> tuple[dict, dict]:
+                            codes_path: pathlib.Path | None) -> tuple[dict, dict]:
     """(scores, metric settings) of a representation (images (n, h, w, c) in [0, 1] ->
     codes (n, d)) on `data`, as every run scores it: one settings object (gin-resolved, with
     the run's seed, the code kind and whether metrics share one sample), the shared sample
     of the run's seed, and the evaluation sample's first eval_points rows written to
-    codes_path (factors, codes). settings: `run_settings()`."""
+    codes_path (factors, codes; None: not written). settings: `run_settings()`."""
     metric_settings = metrics_lib.resolve_settings(
         settings["metrics"], settings["seed"], code_is_discrete=code_is_discrete,
         shared_sample=settings["shared_eval_sample"], max_points=settings["metric_points"])
@@ -441,12 +450,42 @@ def evaluate_representation(data, representation, settings: dict, code_is_discre
         eval_rng = np.random.default_rng([settings["seed"], 1])
         factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
                                                 eval_rng, batch_size=256)
-    with atomic_path(codes_path, ".npz") as tmp, open(tmp, "wb") as f:
-        np.savez(f, factors=factors, codes=codes)
+    if codes_path is not None:
+        with atomic_path(codes_path, ".npz") as tmp, open(tmp, "wb") as f:
+            np.savez(f, factors=factors, codes=codes)
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
                                   settings["metrics"], record_errors=True,
                                   settings=metric_settings, sample=sample)
     return scores, metric_settings
+
+
+#: the learning curve of a run with run.eval_every (its points, by step)
+CURVES = "curves.json"
+
+
+def record_curve_point(path: pathlib.Path, step: int, model, data, representation,
+                       settings: dict, health_images) -> dict:
+    """Scores the model at `step` as the run scores it at the end (metrics and health) and
+    writes the point into `path` ({'points': [{'step', key: value}]}, by step; a point at
+    this step or later, left by an interrupted run, is replaced); returns its scalars."""
+    start = time.perf_counter()
+    scores, _ = evaluate_representation(data, representation, settings,
+                                        bool(getattr(model, "code_is_discrete", False)), None)
+    scores["health"] = model_health(model, health_images, data.num_factors)
+    scalars = results_lib.flatten_scores(scores)[0]
+    points = []
+    if path.exists():
+        try:
+            points = [p for p in json.loads(path.read_text())["points"] if p["step"] < step]
+        except (ValueError, KeyError, TypeError) as error:
+            raise RunError(f"{path}: expected the run's learning curve, found unreadable "
+                           f"content ({error}); remove it to start the curve again") from None
+    write_json(path, {"points": [*points, {"step": int(step), **scalars}]})
+    logging.info("curve point at step %d: %s (%.1f s)", step, ", ".join(
+        f"{k}={v:.3f}" for k, v in scalars.items() if k.startswith("metric/mig")
+        or k.startswith("health/active")), time.perf_counter() - start)
+    return {k: float(v) for k, v in scalars.items()
+            if isinstance(v, (int, float, np.number)) and np.isfinite(float(v))}
 
 
 def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
@@ -472,10 +511,20 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
 
     start = time.perf_counter()
     _claim(output_dir, "checkpoints", "tb")
+    curve_point = None
+    if settings["eval_every"]:
+        _claim(output_dir, CURVES)
+
+        def curve_point(step: int) -> dict | None:
+            if step % settings["eval_every"]:
+                return None
+            return record_curve_point(output_dir / CURVES, step, model, data, representation,
+                                      settings, health_images)
     training = train_lib.train(
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
-        settings["log_every"], settings["jit_compile"], image_summary=image_summary)
+        settings["log_every"], settings["jit_compile"], image_summary=image_summary,
+        on_checkpoint=curve_point)
     start_eval = time.perf_counter()
     _claim(output_dir, "eval_codes.npz")
     scores, metric_settings = evaluate_representation(

@@ -84,7 +84,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
           workdir, seed: int, checkpoint_every: int = 1000, log_every: int = 100,
           jit_compile: bool = False, progress: bool | None = None,
           image_summary: Callable[[], np.ndarray] | None = None,
-          stop_check: Callable[[dict], str | None] | None = None) -> dict:
+          stop_check: Callable[[dict], str | None] | None = None,
+          on_checkpoint: Callable[[int], dict | None] | None = None) -> dict:
     """Trains `model` to `num_steps`, resuming from `workdir/checkpoints` when present.
 
     make_stream(start_batch) -> infinite dataset of batches starting at that batch.
@@ -92,6 +93,9 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     TensorBoard at every checkpoint.
     stop_check(terms) -> None, or the reason to stop: raised as TrainingDiverged like a
     non-finite term (e.g. perturbations.manipulation.dead_manipulation_check).
+    on_checkpoint(step) -> None or {name: float}, called after each checkpoint is saved
+    (e.g. the runner's learning curves, run.eval_every); the values go to TensorBoard
+    under 'eval/<name>'.
     Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}: the terms
     of the last step, also when that step was trained before a resume (read from the
     checkpoint; {} only for a checkpoint written before terms were stored).
@@ -162,6 +166,11 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                 if image_summary is not None:
                     with writer.as_default(step=current + 1):
                         tf.summary.image("reconstructions", image_summary()[None])
+                point = on_checkpoint(current + 1) if on_checkpoint is not None else None
+                if point:
+                    with writer.as_default(step=current + 1):
+                        for name, value in point.items():
+                            tf.summary.scalar(f"eval/{name}", value)
     finally:
         # Batches may come from Python (tf.numpy_function) on prefetch threads; drop the
         # iterator whatever happened, so none of them is left running at interpreter exit

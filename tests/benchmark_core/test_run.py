@@ -262,6 +262,7 @@ def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_p
     ("run.metrics = 'mig'", "run.metrics must be a list of metric names"),
     ("run.seed = True", "run.seed must be an integer >= 0, found True"),
     ("run.shared_eval_sample = 1", "run.shared_eval_sample must be True or False, found 1"),
+    ("run.eval_every = 3", r"run.eval_every must be a multiple of run.checkpoint_every \(2\)"),
 ])
 def test_bad_run_settings_fail_before_any_work(tmp_path, binding, message):
     from benchmark import run
@@ -345,3 +346,20 @@ def test_metric_points_caps_every_evaluation_sample():
     assert capped["mig"]["batch_size"] == full["mig"]["batch_size"]     # not a size
     assert metrics.shared_rows({k: {**v, "sample": "shared"} for k, v in capped.items()
                                 if k != "factor_vae_score"}) == 600
+
+
+def test_a_learning_curve_leaves_training_unchanged_and_is_resumable(tmp_path):
+    """run.eval_every scores the run at checkpoints (curves.json, TensorBoard 'eval/'), and
+    the run's final numbers are those of the same run without a curve (the same
+    fingerprint)."""
+    from benchmark import fingerprint, run
+    plain = _run_here(tmp_path / "plain")
+    curved = _run_here(tmp_path / "curved", "run.eval_every = 2")
+    points = json.loads((curved / run.CURVES).read_text())["points"]
+    assert [p["step"] for p in points] == [2, 4]
+    assert all(0.0 <= p["metric/mig"] <= 1.0 and "health/active_units" in p for p in points)
+    final = json.loads((curved / "results.json").read_text())["scalars"]
+    assert points[-1]["metric/mig"] == pytest.approx(final["metric/mig"])
+    assert final == json.loads((plain / "results.json").read_text())["scalars"]
+    assert fingerprint.recorded(curved)["fingerprint"] == \
+        fingerprint.recorded(plain)["fingerprint"]
