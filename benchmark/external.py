@@ -42,6 +42,7 @@ from benchmark import battery as battery_lib
 from benchmark import config, study
 from benchmark.atomic import write_json
 from benchmark.errors import ConfigError
+from benchmark.lock import directory_lock
 
 #: the most images an exported arm may have (its whole grid is written)
 MAX_IMAGES = 65536
@@ -208,24 +209,30 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                                     manifest["arms"][label]["images"])
              for label in expected for s in seeds}                 # every file checked first
     out = pathlib.Path(output_dir)
-    announce(f"scoring {len(codes)} codes files ({len(expected)} arms × {len(seeds)} seeds)")
-    for label, variant, specs in arms:
-        for spec in specs:
-            data, run_settings = _load(spec)
-            seed = run_settings["seed"]
-            run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            scores, metric_settings = evaluate_representation(
-                data, _lookup(data, codes[(label, seed)]), run_settings, False,
-                run_dir / "eval_codes.npz")
-            results_lib.write(
-                run_dir, model=name, seed=seed, dataset=data.describe(), scores=scores,
-                final_losses={}, gin_config="\n".join(
-                    b for b in spec.bindings if not b.startswith("model.")),
-                metric_settings=metric_settings,
-                settings={"external_codes": str(export_dir / "codes" / label /
-                                                f"seed{seed}.npz")})
-    gin.clear_config()
-    audit_settings = {**settings, "name": f"audit_{name}", "output_dir": str(out),
-                      "models": {name: "external codes"}}
-    return decide(name, seeds, reference, manifest["reference"], audit_settings, out)
+    trained = [p.parent for p in (out / "runs").glob("*/fingerprint.json")]
+    if trained:
+        raise ValueError(f"--output_dir {out} holds runs the audit trained ({trained[0].name}"
+                         f"{' ...' if len(trained) > 1 else ''}); give scored codes a "
+                         "directory of their own")
+    with directory_lock(out, "benchmark.audit score"):
+        announce(f"scoring {len(codes)} codes files ({len(expected)} arms × {len(seeds)} seeds)")
+        for label, variant, specs in arms:
+            for spec in specs:
+                data, run_settings = _load(spec)
+                seed = run_settings["seed"]
+                run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
+                run_dir.mkdir(parents=True, exist_ok=True)
+                scores, metric_settings = evaluate_representation(
+                    data, _lookup(data, codes[(label, seed)]), run_settings, False,
+                    run_dir / "eval_codes.npz")
+                results_lib.write(
+                    run_dir, model=name, seed=seed, dataset=data.describe(), scores=scores,
+                    final_losses={}, gin_config="\n".join(
+                        b for b in spec.bindings if not b.startswith("model.")),
+                    metric_settings=metric_settings,
+                    settings={"external_codes": str(export_dir / "codes" / label /
+                                                    f"seed{seed}.npz")})
+        gin.clear_config()
+        audit_settings = {**settings, "name": f"audit_{name}", "output_dir": str(out),
+                          "models": {name: "external codes"}}
+        return decide(name, seeds, reference, manifest["reference"], audit_settings, out)

@@ -75,6 +75,12 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
     assert result["method_drops"]["wave@0.3"]["n_original"] == 2
     assert "Verdict:" in (out / "audit.md").read_text()
 
+    # a directory of trained runs is not mixed with scored codes
+    (tmp_path / "trained" / "runs" / "x").mkdir(parents=True)
+    (tmp_path / "trained" / "runs" / "x" / "fingerprint.json").write_text("{}")
+    mixed = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                     f"--output_dir={tmp_path / 'trained'}")
+    assert mixed.returncode == 2 and "holds runs the audit trained" in mixed.stderr
     # a codes file of the wrong shape is one line naming it, exit 2
     np.savez(export_dir / "codes" / "wave@0.3" / "seed1.npz", codes=np.zeros((10, 2)))
     bad = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica2",
