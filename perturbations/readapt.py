@@ -185,7 +185,7 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     import tensorflow as tf
     from tqdm import tqdm
 
-    from models.optimizers import manipulation_adam
+    from models.optimizers import game_decoder_adam
     from perturbations import artefact, diagnostics, references
     from perturbations.manipulation import RECONSTRUCTIONS, decoded_loss
 
@@ -222,7 +222,7 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
                         for r in refs] for side, refs in found_refs.items()}
         pairs = sides["entangled"] + sides["disentangled"]
         variables = [v for _, d in pairs for v in d.trainable_variables]
-        optimizer = manipulation_adam()
+        optimizer = game_decoder_adam()
         optimizer.build(variables)           # Keras 3: outside tf.function
 
         def side_means(images, targets, step_seed, pairs=pairs):
