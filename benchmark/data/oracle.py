@@ -81,6 +81,25 @@ def mixed_scalar(data: GroundTruthData, factors, names: Sequence[str] = ORACLE_F
     return (factors[:, cols] / spans).mean(axis=1)
 
 
+def directed_scalar(data: GroundTruthData, factors, direction_deg: float,
+                    names: Sequence[str] = ORACLE_FACTORS) -> np.ndarray:
+    """s(w) along a direction of the plane of two factors: with a~, b~ their classes
+    scaled to [0, 1] and u = cos(theta) a~ + sin(theta) b~, s = (u - min u) / (max u -
+    min u) over the unit square: float64 (n,) in [0, 1]. 45 degrees is `mixed_scalar`'s
+    (a~ + b~) / 2, 0 follows factor a alone, 90 factor b alone."""
+    factors = as_factor_array(factors, data.factor_sizes)
+    cols = factor_columns(data, names)
+    if len(cols) != 2:
+        raise ConfigError(f"a wave direction needs two factors, found {list(names)}")
+    spans = np.array([max(data.factor_sizes[j] - 1, 1) for j in cols], dtype=np.float64)
+    scaled = factors[:, cols] / spans
+    theta = np.radians(float(direction_deg))
+    weights = np.array([np.cos(theta), np.sin(theta)])
+    low = np.minimum(weights, 0.0).sum()
+    high = np.maximum(weights, 0.0).sum()
+    return (scaled @ weights - low) / (high - low)
+
+
 def mean_mixed_scalar(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTORS) -> float:
     """E[s] over the uniform factor grid (the training distribution): 0.5 for factors of
     more than one class."""
@@ -168,6 +187,27 @@ class WaveData(OracleData):
     variant_name = "wave"
     pattern_description = f"cos(2 pi ((r + c + 1) / (H + W) + {WAVE_PERIODS} s(w)))"
 
+    def __init__(self, base: GroundTruthData, eps: float | None = None,
+                 factors: Sequence[str] = ORACLE_FACTORS, direction_deg: float | None = None):
+        """direction_deg: the phase moves along this direction of the (posX, posY) plane
+        (`directed_scalar`; e.g. an entangled reference's code direction); None: the
+        diagonal, s = mean of the two scaled factors (the published arms)."""
+        if direction_deg is not None:
+            if (isinstance(direction_deg, bool) or not isinstance(direction_deg, (int, float))
+                    or not np.isfinite(direction_deg)):
+                raise ConfigError(f"data.wave_direction must be a number of degrees, found "
+                                  f"{direction_deg!r}")
+            direction_deg = float(direction_deg) % 180.0
+        self.direction_deg = direction_deg
+        super().__init__(base, eps, factors)
+        if direction_deg is not None:
+            self.metadata = {**self.metadata, "wave_direction_deg": direction_deg}
+
+    def scalar(self, factors) -> np.ndarray:
+        if self.direction_deg is None:
+            return super().scalar(factors)
+        return directed_scalar(self.base, factors, self.direction_deg, self.oracle_factors)
+
     def phase(self, factors) -> np.ndarray:
         """Periods of the shift, float64 (n,) in [0, WAVE_PERIODS]."""
         return WAVE_PERIODS * self.scalar(factors)
@@ -190,12 +230,15 @@ ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData, "wave": WaveDat
                    "wave_texture": WaveTextureData}
 
 
-def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None
-                        ) -> OracleData:
-    """`data` as the 'oracle' or 'texture' arm at strength eps (default ORACLE_EPS)."""
+def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None,
+                        wave_direction: float | None = None) -> OracleData:
+    """`data` as an oracle arm at strength eps (default ORACLE_EPS); wave_direction: the
+    'wave' arms' direction (WaveData)."""
     if variant not in ORACLE_VARIANTS:
         raise ConfigError(f"unknown oracle variant {variant!r}; expected one of "
                          f"{', '.join(ORACLE_VARIANTS)}")
+    if variant in ("wave", "wave_texture"):
+        return ORACLE_VARIANTS[variant](data, eps, direction_deg=wave_direction)
     return ORACLE_VARIANTS[variant](data, eps)
 
 

@@ -169,3 +169,39 @@ def test_wave_moves_the_phase_with_x_plus_y_and_mixes_the_local_geometry(reduced
     assert local_factor_gram(texture)["correlation"] < 0.01
     assert local_factor_gram(wave)["correlation"] == pytest.approx(0.396, abs=0.01)
     assert isinstance(make_variant(reduced, "wave", eps=0.1), WaveData)
+
+
+def test_a_wave_along_a_direction_of_the_plane(reduced):
+    from benchmark.data.oracle import WaveData, directed_scalar, mixed_scalar
+    from benchmark.errors import ConfigError
+    factors = reduced.sample_factors(200, np.random.default_rng(0))
+    np.testing.assert_allclose(directed_scalar(reduced, factors, 45.0),
+                               mixed_scalar(reduced, factors), atol=1e-12)
+    cols = [list(reduced.factor_names).index(n) for n in ("posX", "posY")]
+    scaled = factors[:, cols] / (np.asarray(reduced.factor_sizes)[cols] - 1)
+    np.testing.assert_allclose(directed_scalar(reduced, factors, 0.0), scaled[:, 0])
+    np.testing.assert_allclose(directed_scalar(reduced, factors, 90.0), scaled[:, 1],
+                               atol=1e-12)
+    np.testing.assert_allclose(directed_scalar(reduced, factors, 135.0),
+                               (scaled[:, 1] - scaled[:, 0] + 1) / 2, atol=1e-12)
+    # the default wave is unchanged; a directed one follows its direction alone
+    default, diagonal = WaveData(reduced, 0.3), WaveData(reduced, 0.3, direction_deg=45.0)
+    np.testing.assert_allclose(default.delta(factors), diagonal.delta(factors), atol=1e-5)
+    along_x = WaveData(reduced, 0.3, direction_deg=0.0)
+    moved = factors.copy()
+    moved[:, cols[1]] = (moved[:, cols[1]] + 3) % reduced.factor_sizes[cols[1]]
+    np.testing.assert_array_equal(along_x.delta(factors), along_x.delta(moved))
+    assert along_x.describe()["wave_direction_deg"] == 0.0
+    assert "wave_direction_deg" not in default.describe()
+    gin.clear_config()
+    gin.parse_config(["data.variant = 'wave'", "data.eps = 0.3", "data.wave_direction = 200",
+                      "data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                      "data.source = 'procedural'"])
+    try:
+        assert load_data().direction_deg == pytest.approx(20.0)
+    finally:
+        gin.clear_config()
+    with pytest.raises(ConfigError, match="wave_direction applies to the 'wave'"):
+        make_variant(reduced, "noisy", eps=0.1, wave_direction=30.0)
+    with pytest.raises(ConfigError, match="must be a number of degrees"):
+        WaveData(reduced, 0.3, direction_deg=float("nan"))
