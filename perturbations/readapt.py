@@ -15,6 +15,14 @@ arms that differ only in the target (default the first three):
   VARIANT@EPS       any other variant of the dataset at a strength, e.g. 'noisy@0.0788'
                     (matched noise) or 'wave@0.06' (the oracle's mixing wave): does the
                     game's objective favour m over them?
+  naive@EPS         paper 002 sec. 4.4's "naive way" (perturbations/naive.py): each image
+                    moved towards the entangled references' reconstruction and away from
+                    the disentangled ones': the objective's positive control
+  VARIANT@matched   VARIANT (naive, noisy, wave, ...) at the strength whose energy (mean
+                    squared change per image, what the squared-error game sees) equals the
+                    artefact's; the eps found is recorded in 'arm_eps'
+Every arm's energy per image, mean |x' - x| and L-infinity change are recorded
+('arm_change').
 Every `eval_every` updates both sides' losses are measured on one held-out sample (the
 same factors, latent noise and images in every arm). The arms share the training batches.
 
@@ -149,27 +157,68 @@ def _update_fn(side_means, variables, optimizer):
     return update
 
 
-def arm_dataset(data, directory, arm: str):
+def arm_dataset(data, directory, arm: str, pairs=None):
     """The dataset of one arm: 'original', the artefact's 'modified' / 'modified_texture'
-    (at its eps, or '@EPS'), or any other variant 'NAME@EPS' of `data`."""
+    (at its eps, or '@EPS'), 'naive@EPS' (perturbations/naive.py, from `pairs`: {'entangled':
+    [(encoder, decoder)], 'disentangled': [...]}), or any other variant 'NAME@EPS' of
+    `data`."""
     from benchmark.data import VARIANTS, make_variant
     from perturbations import artefact
+    from perturbations.naive import NaiveData
 
     base, _, strength = arm.partition("@")
     try:
         eps = float(strength) if strength else None
     except ValueError:
-        raise ValueError(f"readaptation arm {arm!r}: expected VARIANT or VARIANT@EPS with a "
-                         f"number EPS, found {strength!r}") from None
+        raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
+                         f"number EPS or VARIANT@matched, found {strength!r}") from None
     if base == "original" and eps is None:
         return data
     if base in ("modified", "modified_texture"):
         return artefact.load_variant(data, directory, eps, texture=base == "modified_texture")
+    if base == "naive" and eps is not None:
+        return NaiveData(data, eps, pairs["entangled"], pairs["disentangled"])
     if base not in VARIANTS or base == "original" or eps is None:
         raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
-                         f"'modified_texture' or VARIANT@EPS with VARIANT one of "
+                         f"'modified_texture', naive@EPS or VARIANT@EPS with VARIANT one of "
                          f"{', '.join(v for v in VARIANTS if v != 'original')}")
     return make_variant(data, base, eps=eps)
+
+
+def matched_arm(data, directory, arm: str, target_energy: float, pairs=None):
+    """(dataset, eps) of 'VARIANT@matched': the arm at the eps whose energy (mean
+    (x' - x)^2) equals `target_energy`, the artefact's (naive.matched_eps)."""
+    from perturbations.naive import matched_eps
+
+    base = arm.partition("@")[0]
+    if base == "naive":
+        built = arm_dataset(data, directory, "naive@1", pairs)
+        make = built.at
+    else:
+        def make(eps):
+            return arm_dataset(data, directory, f"{base}@{eps!r}")
+    eps = matched_eps(make, target_energy)
+    return make(eps), eps
+
+
+def arm_change(data, variant) -> dict:
+    """{'energy_per_image', 'mean_abs', 'linf'} of an arm against the original images (every
+    image for datasets of at most 65,536, else a seeded sample of 4,096)."""
+    from benchmark.data.oracle import _grid_or_sample
+
+    factors = _grid_or_sample(data, None if data.num_images <= 65536 else 4096, 0)
+    energy, absolute, largest = 0.0, 0.0, 0.0
+    for start in range(0, len(factors), 512):
+        chunk = factors[start:start + 512]
+        diff = (variant.observations_from_factors(chunk)
+                - data.observations_from_factors(chunk)).astype(np.float64)
+        energy += float((diff ** 2).sum())
+        absolute += float(np.abs(diff).sum())
+        largest = max(largest, float(np.abs(diff).max(initial=0.0)))
+    pixels = float(np.prod(data.observation_shape))
+    return {"energy_per_image": energy / len(factors), "mean_abs": absolute / (len(factors)
+                                                                               * pixels),
+            "linf": largest}
 
 
 def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,
@@ -186,7 +235,7 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     from tqdm import tqdm
 
     from models.optimizers import game_decoder_adam
-    from perturbations import artefact, diagnostics, references
+    from perturbations import diagnostics, references
     from perturbations.manipulation import RECONSTRUCTIONS, decoded_loss
 
     for name, value in (("steps", steps), ("batch_size", batch_size),
@@ -202,9 +251,25 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     dirs = _reference_dirs(metadata, directory)
     latent_samples, reconstruction = _game_settings(metadata, directory)
     loss_fn = RECONSTRUCTIONS[reconstruction]
-    targets_of = {arm: arm_dataset(data, directory, arm) for arm in arms}
     found_refs = {side: [references.read_reference(r) for r in runs]
                   for side, runs in dirs.items()}
+    pairs = None
+    if any(arm.partition("@")[0] == "naive" for arm in arms):
+        pairs = {side: [references.load_encoder_decoder(r, data.observation_shape)
+                        for r in refs] for side, refs in found_refs.items()}
+    targets_of, arm_eps = {}, {}
+    for arm in arms:
+        if arm.endswith("@matched"):
+            continue
+        targets_of[arm] = arm_dataset(data, directory, arm, pairs)
+    target = arm_change(data, targets_of["modified"])["energy_per_image"]
+    for arm in arms:
+        if arm.endswith("@matched"):
+            targets_of[arm], arm_eps[arm] = matched_arm(
+                data, directory, arm, target / float(np.prod(data.observation_shape)), pairs)
+            logging.info("%s: eps %.4f (energy %.1f per image, the artefact's)", arm,
+                         arm_eps[arm], target)
+    targets_of = {arm: targets_of[arm] for arm in arms}
 
     held_out = data.sample_factors(int(eval_images), np.random.default_rng([seed, 1]))
     held_images = data.observations_from_factors(held_out)
@@ -213,7 +278,10 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
               "batch_size": int(batch_size), "eval_images": int(eval_images),
               "seed": int(seed), "latent_samples": latent_samples,
               "reconstruction": reconstruction, "optimizer": "Adam 1e-4 (appendix B.1)",
-              "references": dirs, "evaluations": evaluations, "arms": {}}
+              "references": dirs, "evaluations": evaluations, "arms": {},
+              "arm_eps": arm_eps,
+              "arm_change": {arm: arm_change(data, variant)
+                             for arm, variant in targets_of.items() if arm != "original"}}
 
     for arm in arms:
         variant = targets_of[arm]

@@ -145,6 +145,21 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
     assert all(len(a["gap"]) == 3 for a in arms.values())
     assert isinstance(evidence["readaptation"]["gate"]["passes"], bool)
     assert (art / "readaptation.png").read_bytes()[:4] == b"\x89PNG"
+    # issue 28 step 4's arms: the naive move, noise and the wave, each matched in energy
+    matched = subprocess.run(
+        [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=2",
+         "--eval_every=2", "--eval_images=8", "--batch_size=4",
+         "--arms=original,modified,naive@matched,noisy@matched,wave@matched",
+         f"--out={tmp_path / 'matched.json'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert matched.returncode == 0, matched.stderr[-3000:]
+    found = json.loads((tmp_path / "matched.json").read_text())
+    energy = found["arm_change"]["modified"]["energy_per_image"]
+    assert set(found["arm_eps"]) == {"naive@matched", "noisy@matched", "wave@matched"}
+    for arm in found["arm_eps"]:
+        assert found["arm_change"][arm]["energy_per_image"] == pytest.approx(energy, rel=1e-2)
+        assert 0 < found["arm_change"][arm]["linf"] <= 1.0
     refs = [str(tmp_path / "work" / "references" / f"seed{s}") for s in (0, 1)]
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",

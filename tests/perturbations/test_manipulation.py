@@ -351,3 +351,33 @@ def test_the_game_has_two_optimizers_and_the_neurons_direction_is_set_and_logged
     assert float(terms["scalar_direction_deg"]) == pytest.approx(90, abs=1e-4)
     assert "scalar_direction_deg" not in game.diagnostics(
         np.zeros((8, 5), np.float32), tf.zeros((8, 64, 64, 1)))     # five factors: no plane
+
+
+def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
+    """perturbations/naive.py with references whose reconstructions are known: the
+    entangled side reconstructs every pixel as 0.8, the disentangled as 0.3, so the move
+    is +1 everywhere; matched_eps finds the strength of a target energy."""
+    from benchmark.data.oracle import ORACLE_FIXED_FACTORS, mean_change
+    from benchmark.data.subset import FactorSubset
+    from benchmark.errors import ConfigError
+    from perturbations.naive import NaiveData, matched_eps
+
+    def encoder(x):
+        return {"mean": tf.reduce_mean(x, axis=[1, 2, 3])[:, None]}
+
+    def decoder_of(value):
+        logit = float(np.log(value / (1 - value)))
+        return lambda z: tf.zeros((tf.shape(z)[0], 64, 64, 1)) + logit
+    data = FactorSubset(dsprites.DSprites(source="procedural"), ORACLE_FIXED_FACTORS)
+    naive = NaiveData(data, 0.2, [(encoder, decoder_of(0.8))], [(encoder, decoder_of(0.3))])
+    factors = data.sample_factors(16, np.random.default_rng(0))
+    np.testing.assert_allclose(naive.delta(factors), 1.0, atol=1e-5)
+    moved = naive.observations_from_factors(factors)
+    original = data.observations_from_factors(factors)
+    np.testing.assert_allclose(moved, reflect_np(original + 0.2), atol=1e-6)
+    target = mean_change(naive.at(0.1), power=2)
+    assert matched_eps(naive.at, target) == pytest.approx(0.1, rel=1e-3)
+    with pytest.raises(ValueError, match="no eps in"):
+        matched_eps(naive.at, 10.0)
+    with pytest.raises(ConfigError, match="needs entangled and disentangled"):
+        NaiveData(data, 0.1, [], [])

@@ -1,0 +1,92 @@
+"""Paper 002 sec. 4.4's "naive way" of favouring the entangled reference: move each image
+closer to its projection on the entangled representation and away from its projection on
+the disentangled one. The suite's reading (the paper gives no formula): a model's
+projection of x is its reconstruction r(x) = sigmoid(decoder(encoder(x)['mean'])), so the
+move is along r_ent(x) - r_dis(x) (each side averaged over its references):
+
+    delta(x) = (r_ent(x) - r_dis(x)) / max over pixels |r_ent(x) - r_dis(x)|   in [-1, 1]
+    x' = reflect(x + eps * delta(x))
+
+It is the positive control of the game's objective (issue 28 step 4): a perturbation built
+to make the entangled decoder's job easier, which re-adaptation must reward over noise of
+the same energy if the objective can see such a thing at all. The deltas of every image of
+the dataset are computed once (a dataset of at most MAX_IMAGES images, such as the
+ellipse's 1,024); `matched_eps` finds the strength of any such arm whose energy equals a
+target's.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from benchmark.data.ground_truth import GroundTruthData
+from benchmark.data.variants import AdditivePerturbation
+from benchmark.errors import ConfigError
+
+#: the most images whose deltas are computed up front (the arm's whole grid)
+MAX_IMAGES = 65536
+
+
+def reconstructions(pairs, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
+    """Mean over (encoder, decoder) pairs of sigmoid(decoder(encoder(x)['mean'])): float32
+    (n, *image shape) in [0, 1]."""
+    import tensorflow as tf
+    total = np.zeros(images.shape, np.float64)
+    for encoder, decoder in pairs:
+        for start in range(0, len(images), batch_size):
+            chunk = tf.constant(images[start:start + batch_size])
+            logits = decoder(encoder(chunk)["mean"])
+            total[start:start + batch_size] += tf.sigmoid(logits).numpy()
+    return (total / len(pairs)).astype(np.float32)
+
+
+class NaiveData(AdditivePerturbation):
+    """The naive arm (module docstring) of `base` at strength eps, from the entangled and
+    disentangled references' (encoder, decoder) pairs."""
+
+    def __init__(self, base: GroundTruthData, eps: float, entangled, disentangled,
+                 deltas: np.ndarray | None = None):
+        if base.num_images > MAX_IMAGES:
+            raise ConfigError(f"the naive arm computes every image's delta: expected at "
+                              f"most {MAX_IMAGES} images, found {base.num_images}")
+        if deltas is None:
+            if not entangled or not disentangled:
+                raise ConfigError("the naive arm needs entangled and disentangled references")
+            images = base.observations_from_factors(base.factors_of(np.arange(base.num_images)))
+            difference = reconstructions(entangled, images) - reconstructions(disentangled,
+                                                                              images)
+            scale = np.abs(difference).reshape(len(images), -1).max(axis=1)
+            deltas = difference / np.where(scale > 0, scale, 1.0)[:, None, None, None]
+        self.deltas = np.asarray(deltas, np.float32)
+        super().__init__(base, self.naive_delta, eps, variant="naive",
+                         metadata={"delta": "(r_ent - r_dis) / max |r_ent - r_dis|"})
+
+    def naive_delta(self, factors) -> np.ndarray:
+        return self.deltas[self.base.index_of(factors)]
+
+    def at(self, eps: float) -> "NaiveData":
+        """The same arm at another strength (the deltas reused)."""
+        return NaiveData(self.base, eps, None, None, deltas=self.deltas)
+
+
+def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float,
+                power: int = 2, rtol: float = 1e-4) -> float:
+    """The eps in (0, 1] at which make_arm(eps)'s mean |x' - x|^power over every image
+    (benchmark/data/oracle.mean_change; power 2: the energy a squared error sees) equals
+    `target`, by bisection (the change grows with eps); ValueError when even eps = 1
+    changes the images less."""
+    from benchmark.data.oracle import mean_change
+
+    def change(eps: float) -> float:
+        return mean_change(make_arm(eps), power=power)
+
+    low, high = 0.0, 1.0
+    if change(high) < target:
+        raise ValueError(f"no eps in (0, 1] reaches mean |x' - x|^{power} = {target:.5f} "
+                         f"(eps 1 gives {change(high):.5f})")
+    while high - low > rtol * high:
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if change(middle) < target else (low, middle)
+    return 0.5 * (low + high)
