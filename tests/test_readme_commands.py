@@ -32,12 +32,13 @@ TINY = {
     "benchmark.run": [f"--gin_bindings={b}" for b in TINY_RUN],
     "benchmark.study": [f"--gin_bindings={b}" for b in (
         "study.seeds = [0]", "study.output_dir = 'runs/readme_study'",
+        "study.variants = ['original', 'wave@0.3']", "study.hypotheses = []",
         f"study.bindings = {[*TINY_RUN, 'model.num_latents = 2']!r}")],
     "perturbations.generate": [f"--gin_bindings={b}" for b in (
         f"generation.reference_bindings = {TINY_RUN!r}", "generation.reference_seeds = [0, 1]",
         "generation.steps = 3", "generation.batch_size = 4", "generation.latent_samples = 2",
         "generation.checkpoint_every = 2", "generation.evidence_points = 300",
-        "generation.eps_sweep = []", "generation.gate_steps = 2")],
+        "generation.eps_sweep = []", "generation.gate_steps = 0")],
     "benchmark.audit": ["--dry_run"],
     "benchmark.audit export": ["--seeds=0", "--strengths=0.1"],
     "benchmark.audit score": [],
