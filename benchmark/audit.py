@@ -560,18 +560,23 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     method_model = method_names[0] if len(method_names) == 1 else name
     reference_runs = battery_lib.with_misalignment(reference_runs, battery.get("plane"),
                                                   reference_dir)
-    runs_by_model = {method_model: battery_lib.arm_runs(runs, method_model, dataset, labels)}
+    # the audited method keeps its own key beside a reference of the same name (an audit of
+    # the suite's beta_vae, say)
+    method_key = (f"{method_model} (audited)" if method_model in dict(REFERENCES)
+                  else method_model)
+    runs_by_model = {method_key: battery_lib.arm_runs(runs, method_model, dataset, labels)}
     for model, _ in REFERENCES:
         runs_by_model[model] = battery_lib.arm_runs(reference_runs, model, dataset, labels)
     scores = {m: battery_lib.arm_scores(r) for m, r in runs_by_model.items()}
-    method = {v: scores[method_model][v] for v in compared}
+    method = {v: scores[method_key][v] for v in compared}
     references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
                        margin_fraction, manipulated, controls)
     robust, robust_test = robust_control(references["pcl"], decision["margin"], alpha,
                                          manipulated)
     control = decision["tests"].get("positive_control")
-    own = method["original"]["kept"] + method[manipulated]["kept"]
+    own = sum(len(arm["kept"]) + len(arm["overpruned"])
+              for arm in runs_by_model[method_key].values())
     power = None
     if control and len(seeds) >= 2 and len(method["original"]["kept"]) >= 2 \
             and len(method[manipulated]["kept"]) >= 2 and control["drop"] > 0:
@@ -581,7 +586,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                    control["drop"] if control else None)
     dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
     pruning = {m: overpruning({v: scores[key][v] for v in compared})
-               for m, key in [("method", method_model), *((m, m) for m, _ in REFERENCES)]}
+               for m, key in [("method", method_key), *((m, m) for m, _ in REFERENCES)]}
     payload = {"method": name, "model_name": method_model, "dataset": dataset,
                "verdict": decision["label"], "reason": decision["reason"], "alpha": alpha,
                "margin_fraction": margin_fraction, "margin": decision["margin"],
@@ -597,7 +602,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                "turning": {m: battery_lib.turning_strength(dose, m, alpha)
                            for m in runs_by_model} if dose else {},
                "overpruning": pruning, "reference_study": str(reference_dir),
-               "failed_runs": list(failed), "method_runs": len(own),
+               "failed_runs": list(failed), "method_runs": own,
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
     out = pathlib.Path(output_dir)
     write_json(out / "audit.json", payload)
@@ -624,7 +629,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
               "", *_mechanism_lines(payload["mechanism"])]
     if dose:
         figure = battery_lib.dose_figure(dose, out / "dose_response.png",
-                                         highlight=method_model)
+                                         highlight=method_key)
         lines += ["", f"Dose-response: {battery['sweep']} at every strength the reference has "
                   f"(the code turns where its mean misalignment reaches "
                   f"{battery_lib.TURNED_DEG:g}°; MIG drop: one-sided Welch against original "

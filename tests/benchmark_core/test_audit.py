@@ -323,3 +323,26 @@ def test_misalignment_from_codes_or_from_a_published_alignment_json(tmp_path):
     (tmp_path / "alignment.json").write_text("{")
     with pytest.raises(ValueError, match="alignment.json: expected the JSON"):
         battery.with_misalignment(records, [0, 1], tmp_path)
+
+
+def test_an_audit_of_a_reference_model_keeps_the_two_apart(tmp_path):
+    """write_audit on runs already there (no training): the audited beta-VAE (here one
+    that keeps its alignment) is not merged with the reference beta-VAE."""
+    reference = _geometry_reference(tmp_path / "reference")
+    settings = audit.audit_settings("models/beta_vae.gin", "beta_vae", [0, 1, 2],
+                                    audit.reference_settings(reference), str(tmp_path / "a"))
+    for variant in GEOMETRY:
+        base, _, eps = variant.partition("@")
+        for i in range(3):
+            run = tmp_path / "a" / "runs" / f"beta_vae_dsprites_{variant}_seed{i}"
+            _result(run, "beta_vae", base, i, 0.45 + 0.01 * i, 0.5,
+                    eps=float(eps) if eps else None)
+            _codes(run, 2.0 + i, i)
+    path = audit.write_audit("beta_vae", [0, 1, 2], audit.reference_settings(reference),
+                             reference, settings, tmp_path / "a", 0.05, 0.5, failed=[])
+    result = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert result["verdict"] == "ROBUST" and result["method_runs"] == 15
+    assert result["method_drops"]["original_mean"] == pytest.approx(0.46)
+    assert result["reference_drops"]["beta_vae"]["original_mean"] == pytest.approx(0.41)
+    assert "beta_vae (audited)" in result["turning"] and "beta_vae" in result["turning"]
+    assert "Verdict: ROBUST" in path.read_text()
