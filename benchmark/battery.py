@@ -37,21 +37,32 @@ MECHANISM = ("MIG", "DCI-D", "DCI-I", "misalignment")
 
 
 def battery_of(settings: dict) -> dict:
-    """The battery of a reference study's settings (study.check_battery), or `LEGACY`."""
+    """The battery of a reference study's settings (study.check_battery), or, for a study
+    without one, paper 002's arms: its first 'modified' variant against its 'noisy' ones
+    (ValueError when it has no modified arm)."""
     variants = settings.get("variants") or LEGACY_VARIANTS
-    if settings.get("battery") is None:
-        return study.check_battery(LEGACY, variants)
-    return study.check_battery(settings["battery"], variants)
+    if settings.get("battery") is not None:
+        return study.check_battery(settings["battery"], variants)
+    modified = [v for v in variants if v.split("@")[0] == "modified"]
+    if not modified:
+        raise ValueError(f"the reference study has no study.battery and no 'modified' arm "
+                         f"(variants {list(variants)}), so the audit does not know which arm "
+                         "to test; use a study with a battery (results/geometry_cpu)")
+    return study.check_battery({"manipulated": modified[0], "controls": [
+        v for v in variants if v.split("@")[0] == "noisy"]}, variants)
 
 
 def label(variant: str, dataset: str) -> str:
-    """The report's label of a study variant (report.nominal): the base name at its default
-    strength ('modified@0.1' on dSprites -> 'modified'), else base@eps ('wave@0.30' ->
-    'wave@0.3')."""
+    """The report's label of a study variant (report.nominal, which formats eps with :g
+    before comparing it with the default): the base name at its default strength
+    ('modified@0.1' on dSprites -> 'modified'), else base@eps ('wave@0.30' -> 'wave@0.3').
+    A variant without '@eps' is its base name (`arm_runs` finds its runs when they
+    recorded another strength, an artefact's own)."""
     base, _, eps = variant.partition("@")
-    if not eps or float(eps) == report.default_eps(base, dataset):
+    if not eps:
         return base
-    return f"{base}@{float(eps):g}"
+    shown = f"{float(eps):g}"
+    return base if float(shown) == report.default_eps(base, dataset) else f"{base}@{shown}"
 
 
 def arms_of(battery: dict, dataset: str) -> list[str]:
@@ -78,8 +89,19 @@ def arm_runs(records: list[dict], model: str, dataset: str, labels) -> dict:
     (report.load_runs records; runs without a line-search setting)."""
     kept, _ = report.group(records)
     pruned, _ = report.group([{**r, "overpruned": False} for r in records if r["overpruned"]])
-    return {v: {"kept": kept.get((model, dataset, v, ""), []),
-                "overpruned": pruned.get((model, dataset, v, ""), [])} for v in labels}
+    out = {}
+    for v in labels:
+        found = v
+        if "@" not in v and (model, dataset, v, "") not in kept:
+            # a variant named without its strength whose runs recorded one (an artefact's
+            # own eps): its runs, when they have exactly one strength
+            strengths = {key[2] for key in [*kept, *pruned] if key[0] == model
+                         and key[1] == dataset and key[3] == "" and key[2].split("@")[0] == v}
+            if len(strengths) == 1:
+                found = strengths.pop()
+        out[v] = {"kept": kept.get((model, dataset, found, ""), []),
+                  "overpruned": pruned.get((model, dataset, found, ""), [])}
+    return out
 
 
 def arm_scores(runs: dict, column: str = "MIG") -> dict:
@@ -104,8 +126,13 @@ def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
         angle = alignment.run_misalignment(r["run_dir"], plane)
         row = saved.get(pathlib.Path(r["run_dir"]).name)
         if angle is None and row is not None:
-            kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"])
-                    if r2 >= alignment.MIN_R2]
+            try:
+                kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"])
+                        if r2 >= alignment.MIN_R2]
+            except (KeyError, TypeError) as error:
+                raise ValueError(f"{study_dir}/alignment.json: expected rows with "
+                                 f"'misalignment_deg' and 'r2', found {row!r:.120} "
+                                 f"({error})") from None
             angle = float(np.mean(kept)) if kept else None
         values = r["values"] if angle is None else {**r["values"], "misalignment": angle}
         out.append({**r, "values": values})

@@ -82,7 +82,20 @@ def _digest(pixels: np.ndarray) -> bytes:
 
 
 def _binary(data) -> bool:
-    return data.describe().get("variant", "original") == "original"
+    """Whether the export wrote 0/1 images (dSprites' original arm; benchmark/data/export.py
+    writes every other arm, and every Shapes3D one, in grey levels)."""
+    return data.name == "dsprites" and data.describe().get("variant", "original") == "original"
+
+
+def _arm_digest(data) -> str:
+    """A digest of every image of the arm as the export writes it, in index order: `score`
+    checks that the images it scores are the ones that were exported."""
+    binary, total = _binary(data), hashlib.blake2b(digest_size=16)
+    for start in range(0, data.num_images, 1024):
+        indices = np.arange(start, min(start + 1024, data.num_images))
+        for pixels in _pixels(data.images(indices), binary):
+            total.update(_digest(pixels))
+    return total.hexdigest()
 
 
 def export(reference_dir, reference: dict, settings: dict, out, strengths=None
@@ -108,6 +121,7 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
         export_official(data, str(path), progress=False)
         manifest_arms[label] = {"variant": variant, "file": str(path.relative_to(out)),
                                 "images": int(data.num_images),
+                                "pixels_digest": _arm_digest(data),
                                 "sha256": file_sha256(path),
                                 "codes": [f"codes/{label}/seed{s}.npz" for s in seeds]}
     return write_json(out / MANIFEST, {
@@ -209,6 +223,24 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                                     manifest["arms"][label]["images"])
              for label in expected for s in seeds}                 # every file checked first
     out = pathlib.Path(output_dir)
+    wanted = {spec.name.replace("external_", f"{name}_", 1) for _, _, specs in arms
+              for spec in specs}
+    stale = sorted(p.parent.name for p in (out / "runs").glob("*/results.json")
+                   if p.parent.name not in wanted)
+    if stale:
+        raise ValueError(f"--output_dir {out} holds runs this export does not have ({stale[0]}"
+                         f"{' ...' if len(stale) > 1 else ''}): an earlier audit's; give this "
+                         "one a directory of its own")
+    for label, _, specs in arms:            # the images are the exported ones, every arm
+        data, _ = _load(specs[0])
+        entry = manifest["arms"][label]
+        if (entry["images"] != data.num_images
+                or entry.get("pixels_digest") != _arm_digest(data)):
+            raise ValueError(
+                f"{export_dir / MANIFEST}: arm {label}'s images are not the ones the "
+                f"reference makes now ({entry['images']} exported, {data.num_images} now, or "
+                "other pixels: the reference's data or artefact changed); export again and "
+                "encode the new files")
     trained = [p.parent for p in (out / "runs").glob("*/fingerprint.json")]
     if trained:
         raise ValueError(f"--output_dir {out} holds runs the audit trained ({trained[0].name}"
@@ -222,7 +254,7 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                 seed = run_settings["seed"]
                 run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
                 run_dir.mkdir(parents=True, exist_ok=True)
-                scores, metric_settings = evaluate_representation(
+                scores, metric_settings, _ = evaluate_representation(
                     data, _lookup(data, codes[(label, seed)]), run_settings, False,
                     run_dir / "eval_codes.npz")
                 results_lib.write(

@@ -427,8 +427,9 @@ def _build(settings: dict) -> tuple:
 
 
 def evaluate_representation(data, representation, settings: dict, code_is_discrete: bool,
-                            codes_path: pathlib.Path | None) -> tuple[dict, dict]:
-    """(scores, metric settings) of a representation (images (n, h, w, c) in [0, 1] ->
+                            codes_path: pathlib.Path | None
+                            ) -> tuple[dict, dict, np.ndarray]:
+    """(scores, metric settings, codes of the evaluation sample) of a representation (images (n, h, w, c) in [0, 1] ->
     codes (n, d)) on `data`, as every run scores it: one settings object (gin-resolved, with
     the run's seed, the code kind and whether metrics share one sample), the shared sample
     of the run's seed, and the evaluation sample's first eval_points rows written to
@@ -456,7 +457,7 @@ def evaluate_representation(data, representation, settings: dict, code_is_discre
     scores = metrics_lib.evaluate(data, representation, settings["seed"],
                                   settings["metrics"], record_errors=True,
                                   settings=metric_settings, sample=sample)
-    return scores, metric_settings
+    return scores, metric_settings, codes
 
 
 #: the learning curve of a run with run.eval_every (its points, by step)
@@ -469,8 +470,8 @@ def record_curve_point(path: pathlib.Path, step: int, model, data, representatio
     writes the point into `path` ({'points': [{'step', key: value}]}, by step; a point at
     this step or later, left by an interrupted run, is replaced); returns its scalars."""
     start = time.perf_counter()
-    scores, _ = evaluate_representation(data, representation, settings,
-                                        bool(getattr(model, "code_is_discrete", False)), None)
+    scores, _, _ = evaluate_representation(data, representation, settings,
+                                           bool(getattr(model, "code_is_discrete", False)), None)
     scores["health"] = model_health(model, health_images, data.num_factors)
     scalars = results_lib.flatten_scores(scores)[0]
     points = []
@@ -511,23 +512,27 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
 
     start = time.perf_counter()
     _claim(output_dir, "checkpoints", "tb")
-    curve_point = None
+    curve_point, curve_seconds = None, []
     if settings["eval_every"]:
         _claim(output_dir, CURVES)
 
         def curve_point(step: int) -> dict | None:
             if step % settings["eval_every"]:
                 return None
-            return record_curve_point(output_dir / CURVES, step, model, data, representation,
-                                      settings, health_images)
+            started = time.perf_counter()
+            point = record_curve_point(output_dir / CURVES, step, model, data, representation,
+                                       settings, health_images)
+            curve_seconds.append(time.perf_counter() - started)
+            return point
     training = train_lib.train(
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
         settings["log_every"], settings["jit_compile"], image_summary=image_summary,
         on_checkpoint=curve_point)
+    training["seconds"] -= sum(curve_seconds)       # training time, without the curve
     start_eval = time.perf_counter()
     _claim(output_dir, "eval_codes.npz")
-    scores, metric_settings = evaluate_representation(
+    scores, metric_settings, codes = evaluate_representation(
         data, representation, settings, bool(getattr(model, "code_is_discrete", False)),
         output_dir / "eval_codes.npz")
     eval_seconds = time.perf_counter() - start_eval
