@@ -346,3 +346,30 @@ def test_an_audit_of_a_reference_model_keeps_the_two_apart(tmp_path):
     assert result["reference_drops"]["beta_vae"]["original_mean"] == pytest.approx(0.41)
     assert "beta_vae (audited)" in result["turning"] and "beta_vae" in result["turning"]
     assert "Verdict: ROBUST" in path.read_text()
+
+
+def test_arms_are_found_as_the_report_labels_them():
+    from benchmark import battery, report
+    assert battery.label("noisy@0.1000001", "dsprites") == report.nominal([{
+        "dataset": "dsprites", "variant": "noisy@0.1"}])[("dsprites", "noisy@0.1")] == "noisy"
+    legacy = battery.battery_of({"variants": ["original", "modified", "noisy@0.2787"]})
+    assert legacy == {"manipulated": "modified", "controls": ["noisy@0.2787"]}
+    with pytest.raises(ValueError, match="no study.battery and no 'modified' arm"):
+        battery.battery_of({"variants": ["original", "noisy"]})
+    # a variant named without its strength finds runs that recorded the artefact's eps
+    records = [{"model": "beta_vae", "dataset": "dsprites", "variant": "modified@0.3",
+                "setting": "", "seed": i, "overpruned": False, "values": {"MIG": 0.1},
+                "run_dir": f"r{i}"} for i in range(2)]
+    arms = battery.arm_runs(records, "beta_vae", "dsprites", ["original", "modified"])
+    assert len(arms["modified"]["kept"]) == 2 and arms["original"]["kept"] == []
+
+
+def test_the_verdict_names_the_control_that_is_short_of_runs():
+    arms = {"original": {"kept": HIGH, "overpruned": []},
+            "wave@0.3": {"kept": LOW, "overpruned": []},
+            "noisy@0.37": {"kept": HIGH, "overpruned": []},
+            "wave_texture@0.3": {"kept": [0.3], "overpruned": []}}
+    reference = {**arms, "wave_texture@0.3": {"kept": HIGH, "overpruned": []}}
+    result = audit.verdict(arms, reference, AE, manipulated="wave@0.3",
+                           controls=["noisy@0.37", "wave_texture@0.3"])
+    assert "texture sensitivity cannot be ruled out" in result["reason"]
