@@ -72,15 +72,20 @@ class NaiveData(AdditivePerturbation):
 
 
 def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float,
-                power: int = 2, rtol: float = 1e-4) -> float:
-    """The eps in (0, 1] at which make_arm(eps)'s mean |x' - x|^power over every image
-    (benchmark/data/oracle.mean_change; power 2: the energy a squared error sees) equals
-    `target`, by bisection (the change grows with eps); ValueError when even eps = 1
-    changes the images less."""
+                power: int = 2, rtol: float = 1e-4, num_images: int | None = None) -> float:
+    """The eps in (0, 1] at which make_arm(eps)'s mean |x' - x|^power (benchmark/data/
+    oracle.mean_change over every image, or a seeded sample of num_images; power 2: the
+    energy a squared error sees) equals `target` > 0, by bisection. Bisection assumes the
+    change grows with eps, true for binary images such as dSprites' (reflect folds a grey
+    pixel pushed past 0 or 1 back, so on grey images a large eps can change less);
+    ValueError when even eps = 1 changes the images less."""
     from benchmark.data.oracle import mean_change
 
+    if not target > 0:
+        raise ValueError(f"matched_eps: expected a target change > 0, found {target}")
+
     def change(eps: float) -> float:
-        return mean_change(make_arm(eps), power=power)
+        return mean_change(make_arm(eps), num_images=num_images, power=power)
 
     low, high = 0.0, 1.0
     if change(high) < target:

@@ -54,6 +54,8 @@ FLAGS = flags.FLAGS
 
 #: the default arms of the gate, in the order they run (module docstring)
 ARMS = ("original", "modified", "modified_texture")
+#: arm changes are measured on every image up to this many, else on a seeded sample
+SAMPLE_ABOVE, SAMPLE = 65536, 4096
 #: where --publish writes (the artefact directory) and the key it merges into evidence.json
 FIGURE = "readaptation.png"
 EVIDENCE_KEY = "readaptation"
@@ -197,16 +199,18 @@ def matched_arm(data, directory, arm: str, target_energy: float, pairs=None):
     else:
         def make(eps):
             return arm_dataset(data, directory, f"{base}@{eps!r}")
-    eps = matched_eps(make, target_energy)
+    eps = matched_eps(make, target_energy,
+                      num_images=None if data.num_images <= SAMPLE_ABOVE else SAMPLE)
     return make(eps), eps
 
 
 def arm_change(data, variant) -> dict:
     """{'energy_per_image', 'mean_abs', 'linf'} of an arm against the original images (every
-    image for datasets of at most 65,536, else a seeded sample of 4,096)."""
+    image for datasets of at most SAMPLE_ABOVE, else the seeded sample of SAMPLE that
+    `matched_arm` matches on)."""
     from benchmark.data.oracle import _grid_or_sample
 
-    factors = _grid_or_sample(data, None if data.num_images <= 65536 else 4096, 0)
+    factors = _grid_or_sample(data, None if data.num_images <= SAMPLE_ABOVE else SAMPLE, 0)
     energy, absolute, largest = 0.0, 0.0, 0.0
     for start in range(0, len(factors), 512):
         chunk = factors[start:start + 512]

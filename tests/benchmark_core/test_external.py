@@ -87,6 +87,14 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
                    f"--output_dir={tmp_path / 'audit2'}")
     assert bad.returncode == 2
     assert "expected codes of shape (1024, d)" in bad.stderr.strip().splitlines()[-1]
+    # images that are not the exported ones (the reference's data changed) are refused
+    np.savez(export_dir / "codes" / "wave@0.3" / "seed1.npz", codes=np.zeros((1024, 2)))
+    manifest["arms"]["wave@0.3"]["pixels_digest"] = "0" * 32
+    (export_dir / "manifest.json").write_text(json.dumps(manifest))
+    changed = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica3",
+                       f"--output_dir={tmp_path / 'audit3'}")
+    assert changed.returncode == 2
+    assert "images are not the ones the reference makes now" in changed.stderr
 
 
 def test_codes_files_are_checked(tmp_path):
