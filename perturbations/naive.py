@@ -79,7 +79,7 @@ def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float
     change grows with eps, true for binary images such as dSprites' (reflect folds a grey
     pixel pushed past 0 or 1 back, so on grey images a large eps can change less);
     ValueError when even eps = 1 changes the images less."""
-    from benchmark.data.oracle import mean_change
+    from benchmark.data.oracle import bisect_eps, mean_change
 
     if not target > 0:
         raise ValueError(f"matched_eps: expected a target change > 0, found {target}")
@@ -87,11 +87,4 @@ def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float
     def change(eps: float) -> float:
         return mean_change(make_arm(eps), num_images=num_images, power=power)
 
-    low, high = 0.0, 1.0
-    if change(high) < target:
-        raise ValueError(f"no eps in (0, 1] reaches mean |x' - x|^{power} = {target:.5f} "
-                         f"(eps 1 gives {change(high):.5f})")
-    while high - low > rtol * high:
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if change(middle) < target else (low, middle)
-    return 0.5 * (low + high)
+    return bisect_eps(change, target, f"no eps in (0, 1] reaches mean |x' - x|^{power}", rtol)

@@ -289,13 +289,20 @@ def matched_noise_eps(perturbed: AdditivePerturbation, noise_seed: int = 0,
         noisy += images
         return float((np.abs(reflect(noisy) - images, dtype=np.float64) ** power).mean())
 
+    return bisect_eps(change, target, f"no noise eps in (0, 1] matches mean |x' - x|^{power}",
+                      rtol)
+
+
+def bisect_eps(change, target: float, what: str, rtol: float = 1e-5) -> float:
+    """The eps in (0, 1] at which change(eps), growing with eps, equals `target`, by
+    bisection to a relative width rtol; ValueError '<what> = target (eps 1 gives ...)' when
+    even eps = 1 changes less."""
     low, high = 0.0, 1.0
     if change(high) < target:
-        raise ValueError(f"no noise eps in (0, 1] matches mean |x' - x|^{power} = "
-                         f"{target:.4f} (eps 1 gives {change(high):.4f})")
+        raise ValueError(f"{what} = {target:.5f} (eps 1 gives {change(high):.5f})")
     while high - low > rtol * high:
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if change(mid) < target else (low, mid)
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if change(middle) < target else (low, middle)
     return 0.5 * (low + high)
 
 
