@@ -159,6 +159,28 @@ def _update_fn(side_means, variables, optimizer):
     return update
 
 
+def check_arm(arm: str) -> None:
+    """ValueError unless `arm` names an arm `arm_dataset` or `matched_arm` can build
+    (checked before anything loads)."""
+    from benchmark.data import VARIANTS
+
+    base, _, strength = arm.partition("@")
+    if strength and strength != "matched":
+        try:
+            float(strength)
+        except ValueError:
+            raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
+                             f"number EPS or VARIANT@matched, found {strength!r}") from None
+    fixed = ("original", "modified", "modified_texture")
+    known = base in fixed or (base in ("naive", *VARIANTS) and strength)
+    if not known or (base == "original" and strength) or (
+            base in fixed and strength == "matched"):
+        raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
+                         f"'modified_texture', naive@EPS or VARIANT@EPS with VARIANT one of "
+                         f"{', '.join(v for v in VARIANTS if v != 'original')} (EPS a number "
+                         "or 'matched')")
+
+
 def arm_dataset(data, directory, arm: str, pairs=None):
     """The dataset of one arm: 'original', the artefact's 'modified' / 'modified_texture'
     (at its eps, or '@EPS'), 'naive@EPS' (perturbations/naive.py, from `pairs`: {'entangled':
@@ -247,6 +269,8 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
         if int(value) < 1:
             raise ValueError(f"readaptation {name} must be >= 1, found {value}")
     arms = list(arms)
+    for arm in arms:
+        check_arm(arm)
     if not {"original", "modified"} <= set(arms) or len(set(arms)) != len(arms):
         raise ValueError(f"readaptation arms: expected 'original', 'modified' and other "
                          f"distinct variants ('modified_texture', 'noisy@0.08', ...), found "

@@ -56,7 +56,10 @@ def test_an_artefact_without_its_references_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="expected 'original', 'modified'"):
         readaptation(out, steps=1, arms=("modified",))
     with pytest.raises(ValueError, match="arm 'noisy': expected 'original', 'modified', "
-                                         "'modified_texture' or VARIANT@EPS"):
+                                         "'modified_texture', naive@EPS or VARIANT@EPS"):
         readaptation(out, steps=1, arms=("original", "modified", "noisy"))
-    with pytest.raises(ValueError, match="expected VARIANT or VARIANT@EPS with a number"):
+    with pytest.raises(ValueError, match="expected VARIANT, VARIANT@EPS with a number"):
         readaptation(out, steps=1, arms=("original", "modified", "noisy@x"))
+    for bad in ("naive", "original@0.1", "modified@matched", "odd@0.1"):
+        with pytest.raises(ValueError, match=f"arm '{bad}': expected"):
+            readaptation(out, steps=1, arms=("original", "modified", bad))
