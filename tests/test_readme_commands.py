@@ -118,8 +118,13 @@ def test_every_readme_command_runs_from_a_fresh_checkout(command, checkout):
     if words[2] == "benchmark.study" and "--backend=ray" in words:
         words.remove("--backend=ray")      # the Ray backend: tests/benchmark_core/test_study_ray.py
     if _key(words) == "benchmark.audit score":     # after the README's export command
-        _write_codes(checkout / next(w.split("=", 1)[1] for w in words
-                                     if w.startswith("--export=")))
+        export = checkout / next(w.split("=", 1)[1] for w in words if w.startswith("--export="))
+        if not (export / "manifest.json").exists():    # its export ran on another worker
+            exporting = shlex.split(next(c for c in COMMANDS if "benchmark.audit export" in c))
+            subprocess.run([sys.executable, "-m", exporting[2], *_tiny(exporting, checkout)],
+                           cwd=checkout, env={**environment(), "PYTHONPATH": str(checkout)},
+                           capture_output=True, text=True, timeout=900, check=True)
+        _write_codes(export)
     result = subprocess.run([sys.executable, "-m", words[2], *_tiny(words, checkout)],
                             cwd=checkout,
                             env={**environment(), "PYTHONPATH": str(checkout)},
