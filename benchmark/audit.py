@@ -24,7 +24,10 @@ modified against noisy.
 3. writes audit.md and audit.json with a verdict, decided in this order (`verdict`):
    - positive control: the reference beta-VAE's MIG drop on the manipulated arm must
      itself be significant (one-sided Welch, p < alpha); else INCONCLUSIVE: the study
-     does not show the exploitation it tests for;
+     does not show the exploitation it tests for. Its second half, whether that drop is
+     larger than on every control (`reference_specificity`), is reported and named in
+     the sentences below: without it the battery shows the manipulation's cost, not that
+     the cost comes from the structure it removes;
    - floor: the method's original MIG must be significantly above the reference AE's
      (one-sided Welch); else INCONCLUSIVE, "does not disentangle at this scale";
    - DEPENDS on local structure: a significant MIG drop on the manipulated arm (one-sided
@@ -34,6 +37,11 @@ modified against noisy.
      margin being margin_fraction (default 0.5) of the reference beta-VAE's drop (a drop
      that is significant, but no larger than on a control and within the margin, is
      ROBUST too: it is smaller than the effect the audit looks for);
+   - SENSITIVE: a significant drop on the manipulated arm that is not significantly
+     larger than on a control, where the drop on that control is itself significant: the
+     code is hurt by a perturbation of the same energy that keeps the removed structure,
+     so a dependence on that structure is not separated from it (the pattern of the
+     reference beta-VAE when its drop is not specific);
    - INCONCLUSIVE otherwise, with the seeds per arm (stats.seeds_needed, power 0.8 at the
      observed spread) that would decide the failing step.
    Both DEPENDS and ROBUST require each of their tests at alpha (intersection-union
@@ -244,6 +252,36 @@ def positive_control(beta_vae: dict, alpha: float = ALPHA, manipulated: str = "m
                          "train longer or with more seeds for a decision.")
 
 
+def reference_specificity(beta_vae: dict, alpha: float, manipulated: str, controls
+                          ) -> tuple[bool, dict, str]:
+    """(specific, {control: stats.drop_difference record}, one sentence): is the reference
+    beta-VAE's drop on the manipulated arm significantly larger than on every control of the
+    same energy (one-sided Welch on the difference of drops at alpha)? The second half of
+    the positive control: without it the battery shows what the manipulation costs a
+    disentangling model, not that the cost comes from the structure it removes, so a method
+    whose drop is no larger than on a control cannot be told apart from the beta-VAE."""
+    records, short = {}, []
+    for c in controls:
+        if _short_arm("the reference β-VAE", beta_vae, (c,)):
+            short.append(c)
+            continue
+        records[c] = stats.drop_difference(beta_vae[manipulated]["kept"],
+                                           beta_vae[c]["kept"])
+    shown = "; ".join(f"{c}: {d['diff']:.3f}, one-sided Welch p = {d['p']:.3g}"
+                      for c, d in records.items())
+    failed = [c for c, d in records.items() if not d["p"] < alpha] + short
+    if not failed:
+        return True, records, (f"Its drop is specific: significantly larger than on every "
+                               f"control of the same energy (difference of drops, {shown}).")
+    return False, records, (
+        "Its drop is not shown to be specific: not significantly larger than on "
+        + ", ".join(f"{c} data" for c in failed)
+        + (f" (difference of drops, {shown})" if shown else "")
+        + (f"; too few runs on {', '.join(short)}" if short else "")
+        + ", so at this scale the battery shows what the manipulation costs a disentangling "
+        "model, not that the cost comes from the structure it removes.")
+
+
 def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPHA,
                   what: str = "") -> dict:
     """An INCONCLUSIVE decision with the seeds per arm that would detect `effect` (`what`)
@@ -270,9 +308,12 @@ def _sensitivity(control: str) -> str:
 
 
 def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
-            tests: dict, manipulated: str, controls) -> dict:
+            tests: dict, manipulated: str, controls, reference_specific: bool = True
+            ) -> dict:
     """The method's verdict once the positive control has passed (the steps after it in
-    the module docstring); include: count the method's over-pruned runs too."""
+    the module docstring); include: count the method's over-pruned runs too;
+    reference_specific: whether the reference beta-VAE's drop was larger than on every
+    control (`reference_specificity`), which SENSITIVE's sentence states."""
     tests = dict(tests)
     short = _short_arm("the method", method, ("original", manipulated), include)
     if short:
@@ -312,10 +353,29 @@ def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
         if not failed:
             return {"label": "DEPENDS", "reason": (
                 f"MIG drops on {manipulated} data ({_evidence(drop)}), significantly more "
-                f"than on every control of the same energy (difference of drops, {shown})"),
-                "tests": tests, "seeds_needed": None}
+                f"than on every control of the same energy (difference of drops, {shown})"
+                + ("" if reference_specific else
+                   "; a dependence shown for this method although the reference β-VAE's "
+                   "is not at this scale")), "tests": tests, "seeds_needed": None}
         if not equivalence["equivalent"]:
             worst = max(failed, key=lambda c: differences[c]["p"])
+            control_drops = {c: stats.drop_test(original, _values(method[c], include))
+                             for c in failed}
+            tests["control_drops"] = control_drops
+            hurt = [c for c in failed if control_drops[c]["p_drop"] < alpha]
+            if hurt:
+                return {"label": "SENSITIVE", "reason": (
+                    f"MIG drops on {manipulated} data ({_evidence(drop)}) and also on "
+                    + "; ".join(f"{c} data ({_evidence(control_drops[c])})" for c in hurt)
+                    + f", not significantly less (difference of drops, {shown}): its code "
+                    f"is hurt by {' and '.join(_sensitivity(c) for c in hurt)} of the same "
+                    "energy, which keeps the structure the manipulation removes, so a "
+                    "dependence on that structure is not separated from it"
+                    + (" (as for the reference β-VAE at this scale, whose drop is not "
+                       "specific either)" if not reference_specific else
+                       " (the reference β-VAE's drop is specific at this scale; this "
+                       "method's is not shown to be)")),
+                    "tests": tests, "seeds_needed": None}
             return _inconclusive(
                 f"MIG drops on {manipulated} data ({_evidence(drop)}) but not significantly "
                 f"more than on {', '.join(f'{c} data' for c in failed)} (difference of "
@@ -343,18 +403,28 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             controls=("noisy",)) -> dict:
     """The audit's decision (module docstring) from MIG arms (each as `arms`: the method's,
     the reference beta-VAE's and the reference AE's; `manipulated` and `controls` name the
-    battery's arms). Returns {'label': DEPENDS | ROBUST | INCONCLUSIVE, 'reason': one
-    sentence, 'tests': {name: record} of the tests run ('positive_control', 'floor',
-    'drop', 'equivalence', 'differences': {control: record}), 'margin' (None before the
-    positive control passes), 'seeds_needed' (INCONCLUSIVE: seeds per arm that would decide
-    the failing step, where computable), 'overpruning' (the method's, per arm),
+    battery's arms). Returns {'label': DEPENDS | ROBUST | SENSITIVE | INCONCLUSIVE,
+    'reason': one sentence, 'tests': {name: record} of the tests run ('positive_control',
+    'positive_control_specificity': {control: record}, 'floor', 'drop', 'equivalence',
+    'differences': {control: record}, 'control_drops': {control: record}), 'margin' (None
+    before the positive control passes), 'positive_control' (its sentences),
+    'reference_specific' (None before the positive control passes, else whether the
+    reference beta-VAE's drop is larger than on every control), 'seeds_needed'
+    (INCONCLUSIVE: seeds per arm that would decide the failing step, where computable),
+    'overpruning' (the method's, per arm),
     'exclusions_decide' (True when counting the method's over-pruned runs would change the
     label; the reason then says so)}."""
     controls = list(controls)
     passed, control, sentence = positive_control(beta_vae, alpha, manipulated)
     tests = {"positive_control": control} if control else {}
+    specific = None
+    if passed and controls:
+        specific, records, said = reference_specificity(beta_vae, alpha, manipulated,
+                                                        controls)
+        tests["positive_control_specificity"] = records
+        sentence += " " + said
     out = {"margin": None, "overpruning": overpruning(method), "exclusions_decide": False,
-           "positive_control": sentence}
+           "positive_control": sentence, "reference_specific": specific}
     if not passed:
         spread = (stats.pooled_sd(beta_vae["original"]["kept"],
                                   beta_vae[manipulated]["kept"]) if control else None)
@@ -363,11 +433,13 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             control["drop"] if control else None, spread, alpha,
             "such a drop of the reference β-VAE")}
     margin = margin_fraction * control["drop"]
-    decided = _decide(method, ae, margin, alpha, False, tests, manipulated, controls)
+    decided = _decide(method, ae, margin, alpha, False, tests, manipulated, controls,
+                      specific is not False)
     out["margin"] = margin
     pruned = sum(len(a["overpruned"]) for a in method.values())
     if pruned:
-        counted = _decide(method, ae, margin, alpha, True, tests, manipulated, controls)
+        counted = _decide(method, ae, margin, alpha, True, tests, manipulated, controls,
+                          specific is not False)
         if counted["label"] != decided["label"]:
             out["exclusions_decide"] = True
             decided["reason"] += (f"; the exclusion of {pruned} over-pruned run(s) decides "
@@ -594,6 +666,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                "tests": decision["tests"], "seeds_needed": decision["seeds_needed"],
                "exclusions_decide": decision["exclusions_decide"],
                "positive_control": decision["positive_control"],
+               "reference_specific": decision["reference_specific"],
                "robust_control": robust, "robust_test": robust_test, "scope": scope,
                "power": power, "battery": battery, "arms": compared,
                "method_drops": mig_drops(method),

@@ -77,15 +77,23 @@ def test_depends_needs_a_drop_larger_than_on_noise():
     assert result["tests"]["drop"]["p_drop"] == pytest.approx(_one_sided(HIGH, LOW))
     assert result["tests"]["differences"]["noisy"]["p"] == pytest.approx(
         _one_sided(noisy, LOW))
-    # drops as much on noise as on the manipulation: not evidence of local structure
-    result = audit.verdict(_arms(HIGH, LOW, [0.05, 0.06, 0.04, 0.05]), BETA_VAE, AE)
-    assert result["label"] == "INCONCLUSIVE" and "noisy" in result["reason"]
-    assert "not positive" in result["reason"] and result["seeds_needed"] is None
-    # a smaller drop on noise, but not significantly smaller: seeds for the difference
-    close = [0.08, 0.16, 0.10, 0.14]
-    result = audit.verdict(_arms(HIGH, LOW, close), BETA_VAE, AE)
+    # drops as much on noise (significantly) as on the manipulation: SENSITIVE, not DEPENDS
+    for noisy in ([0.05, 0.06, 0.04, 0.05], [0.08, 0.16, 0.10, 0.14]):
+        result = audit.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
+        assert result["label"] == "SENSITIVE" and "noise sensitivity" in result["reason"]
+        assert result["tests"]["control_drops"]["noisy"]["p_drop"] == pytest.approx(
+            _one_sided(HIGH, noisy))
+        assert result["seeds_needed"] is None
+        # the reference beta-VAE has no noisy arm: its specificity is not shown
+        assert result["reference_specific"] is False
+        assert "as for the reference β-VAE at this scale" in result["reason"]
+    # a smaller drop on noise that is neither significant nor significantly smaller than
+    # the manipulation's: seeds for the difference
+    wide = [0.15, 0.35, 0.10, 0.30]
+    assert _one_sided(HIGH, wide) > 0.05 and _one_sided(wide, LOW) > 0.05
+    result = audit.verdict(_arms(HIGH, LOW, wide), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and result["seeds_needed"] == (
-        stats.seeds_needed(np.mean(close) - np.mean(LOW), stats.pooled_sd(LOW, close)))
+        stats.seeds_needed(np.mean(wide) - np.mean(LOW), stats.pooled_sd(LOW, wide)))
     result = audit.verdict(_arms(HIGH, LOW), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and "noise sensitivity" in result["reason"]
 
@@ -103,10 +111,26 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
     assert result["label"] == "DEPENDS" and set(result["tests"]["differences"]) == {
         "noisy@0.37", "wave_texture@0.3"}
     assert "wave@0.3 data" in result["reason"]
+    assert result["reference_specific"] is True
+    assert set(result["tests"]["positive_control_specificity"]) == {
+        "noisy@0.37", "wave_texture@0.3"}
+    assert "Its drop is specific" in result["positive_control"]
     # as large a drop on the texture of the same energy: texture sensitivity, not DEPENDS
     result = audit.verdict(arms(HIGH, LOW, flat, LOW), beta_vae, AE, **battery)
-    assert result["label"] == "INCONCLUSIVE" and "texture sensitivity" in result["reason"]
+    assert result["label"] == "SENSITIVE" and "texture sensitivity" in result["reason"]
     assert "wave_texture@0.3 data" in result["reason"]
+    assert "the reference β-VAE's drop is specific at this scale" in result["reason"]
+    # a reference beta-VAE that drops as much on its texture: its drop is not specific,
+    # a method's DEPENDS still stands on its own tests and says so
+    not_specific = arms(HIGH, LOW, HIGH, LOW)
+    result = audit.verdict(arms(HIGH, LOW, flat, LOW), not_specific, AE, **battery)
+    assert result["label"] == "SENSITIVE" and result["reference_specific"] is False
+    assert "not shown to be specific: not significantly larger than on wave_texture@0.3" \
+        in result["positive_control"]
+    assert "whose drop is not specific either" in result["reason"]
+    result = audit.verdict(arms(HIGH, LOW, flat, flat), not_specific, AE, **battery)
+    assert result["label"] == "DEPENDS"
+    assert "although the reference β-VAE's is not at this scale" in result["reason"]
     # the positive control is read on the manipulated arm
     result = audit.verdict(arms(HIGH, LOW, flat, flat), arms(HIGH, HIGH, LOW, LOW), AE,
                            **battery)
