@@ -406,6 +406,12 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
                      else "busy" if s.name in busy else "failed" if s.name in failed
                      else "to run")
             print(f"{state:9s} {s.name}")
+        if unconfigurable:
+            first = sorted(unconfigurable)[0]
+            reason = " / ".join(line.strip() for line in unconfigurable[first].splitlines()
+                                if line.strip())
+            print(f"bad config: {len(unconfigurable)} run(s) cannot be configured now; "
+                  f"{first}: {reason[-400:]}")
         return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
                 "skipped": skipped, "changed": sorted(changed), "busy": sorted(busy),
                 "unconfigurable": unconfigurable}

@@ -1,5 +1,5 @@
 """python -m perturbations.generate --gin_file=gin_configs/perturbations/dsprites.gin
-[--gin_bindings=...] [--export=FILE]
+[--gin_bindings=...] [--export=FILE] [--overwrite] [--resume] [--dry_run]
 
 Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
 1. reference beta-VAEs: restarts trained with the runner (or finished run directories
@@ -16,6 +16,10 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
    every image, or |x' - x| under a grey level) is logged as a warning and recorded as
    "below_minimum_effect": true. Every eps_sweep artefact gets its own evidence.json and
    figure.png.
+When every output is written, work_dir/generated.json records it: `--resume` (the
+paper-scale pipeline's, benchmark/pipeline.py) then exits at once, and otherwise trains on
+from the last checkpoint and writes the outputs, replacing only artefacts its own game
+made. `--dry_run` prints the plan (game, references and where they come from, outputs).
 """
 
 from __future__ import annotations
@@ -57,15 +61,48 @@ def define_flags() -> None:
     flags.DEFINE_boolean("overwrite", False, "Replace artefacts already in generation."
                          "output_dir (and its eps-sweep directories); without it generation "
                          "refuses before any training.")
+    flags.DEFINE_boolean("resume", False, "Finish this generation where it stopped: exit "
+                         "at once when it already finished with these settings, else train "
+                         "on and write its outputs, replacing only artefacts its own game "
+                         "(generation.work_dir) made (benchmark.pipeline passes it).")
+    flags.DEFINE_boolean("dry_run", False, "Print the plan (references, pool, game, outputs) "
+                         "and train nothing.")
+
+
+def output_dirs(settings: dict) -> list[pathlib.Path]:
+    """The artefact directories this generation writes: output_dir and its eps sweep."""
+    out = pathlib.Path(settings["output_dir"])
+    return [out] + [out.parent / f"{out.name}_eps{eps:g}" for eps in settings["eps_sweep"]]
 
 
 def occupied_outputs(settings: dict) -> list[pathlib.Path]:
     """The artefact directories this generation would write (output_dir and its eps
     sweep) that already hold files: published artefacts others load must not be replaced
     by accident."""
-    out = pathlib.Path(settings["output_dir"])
-    targets = [out] + [out.parent / f"{out.name}_eps{eps:g}" for eps in settings["eps_sweep"]]
-    return [d for d in targets if d.is_dir() and any(d.iterdir())]
+    return [d for d in output_dirs(settings) if d.is_dir() and any(d.iterdir())]
+
+
+#: written into work_dir when a generation has written all its outputs
+FINISHED = "generated.json"
+
+
+def finished_record(settings: dict) -> dict:
+    """What work_dir/generated.json records of a generation that wrote all its outputs:
+    the settings that decide them beyond the game's (GAME_KEYS)."""
+    return {"steps": settings["steps"], "eps_sweep": settings["eps_sweep"],
+            "outputs": [str(d) for d in output_dirs(settings)]}
+
+
+def already_generated(settings: dict) -> bool:
+    """Whether this generation finished before with these settings: its work_dir's record
+    matches (`finished_record`; the game's own settings are checked separately by
+    `check_game_settings`) and every output still holds its metadata.json."""
+    path = pathlib.Path(settings["work_dir"]) / FINISHED
+    if not path.is_file():
+        return False
+    found = artefact.read_json_object(path, UserError)
+    return (found == json.loads(json.dumps(finished_record(settings)))
+            and all((d / "metadata.json").is_file() for d in output_dirs(settings)))
 
 
 @gin.configurable("generation")
@@ -82,13 +119,18 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         mean_penalty: float = 0.0, output_init_scale: float = 0.1,
                         neuron_learning_rate_scale: float = 1.0, gate_steps: int = 1000,
                         fixed_factors: dict | None = None,
-                        unit_variance_init: bool = False, neuron_direction=None) -> dict:
+                        unit_variance_init: bool = False, neuron_direction=None,
+                        reference_study: str | None = None,
+                        reference_model: str = "beta_vae") -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
     reference_seeds: restarts trained by the runner into work_dir/references/seed<S>, with
       reference_gin_files + reference_bindings; reference_runs: finished run directories
-      used as well (give reference_seeds=() to use only those).
+      used as well (give reference_seeds=() to use only those); reference_study: a study
+      directory (benchmark/study.py) whose finished runs of `reference_model` on original
+      `dataset` join them (a restart pool trained as a study, on a Ray cluster say: the
+      paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin).
     ensemble_size: k entangled + k disentangled references (1 dSprites, 4 Shapes3D).
     steps: updates of m; each also makes 3 decoder updates; batch_size images per update.
     latent_samples: latent samples per image in the decoder losses (5, appendix B.1).
@@ -157,6 +199,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 reference_bindings=list(reference_bindings),
                 reference_seeds=[int(s) for s in reference_seeds],
                 reference_runs=[str(r) for r in reference_runs],
+                reference_study=None if reference_study is None else str(reference_study),
+                reference_model=str(reference_model),
                 ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
                 latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
                 output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
@@ -226,7 +270,8 @@ def scaled_optimizer(optimizer, scale: float):
 #: the settings that decide what the game trains (not `steps`: a finished game can be
 #: trained on to more updates)
 GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
-             "reference_bindings", "reference_seeds", "reference_runs", "ensemble_size",
+             "reference_bindings", "reference_seeds", "reference_runs", "reference_study",
+             "reference_model", "ensemble_size",
              "batch_size", "latent_samples", "seed", "reconstruction", "mean_penalty",
              "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init",
              "neuron_direction")
@@ -267,9 +312,45 @@ def record_game_settings(work_dir, wanted: dict) -> None:
         write_json(record, wanted)
 
 
+def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
+    """(the finished runs of `model` on original `dataset` in a study directory, sorted;
+    how many of its run directories are that model's on that dataset, finished or not),
+    read from each run's results.json."""
+    runs_dir = pathlib.Path(study_dir) / "runs"
+    if not runs_dir.is_dir():
+        raise references.ReferenceError(f"generation.reference_study: expected a study "
+                                         f"directory with runs/, found none at {study_dir}")
+    prefix = f"{model}_{dataset}_original_"
+    candidates = sorted(d for d in runs_dir.iterdir() if d.is_dir()
+                        and d.name.startswith(prefix))
+    finished = []
+    for run_dir in candidates:
+        path = run_dir / "results.json"
+        if not path.is_file():
+            continue
+        results = artefact.read_json_object(path, references.ReferenceError)
+        described = results.get("dataset")
+        if results.get("model") == model and isinstance(described, dict) \
+                and described.get("name") == dataset \
+                and described.get("variant", "original") == "original":
+            finished.append(str(run_dir))
+    return finished, len(candidates)
+
+
 def gather_references(settings: dict) -> list[dict]:
-    """Trains the missing restarts (runner; finished ones are skipped) and reads them all."""
+    """Trains the missing restarts (runner; finished ones are skipped) and reads them all
+    with the finished runs of the reference study's pool."""
     runs = list(settings["reference_runs"])
+    if settings.get("reference_study"):
+        pooled, listed = pool_runs(settings["reference_study"], settings["reference_model"],
+                                   settings["dataset"])
+        if len(pooled) < listed:
+            raise references.ReferenceError(
+                f"reference pool {settings['reference_study']}: {listed - len(pooled)} of its "
+                f"{listed} {settings['reference_model']} runs on original "
+                f"{settings['dataset']} are not finished; finish the study first (rerun its "
+                "command) so that the references are chosen from the whole pool")
+        runs += pooled
     bindings = [*settings["reference_bindings"], f"data.name = '{settings['dataset']}'",
                 f"data.source = '{settings['source']}'"]
     if settings["fixed_factors"]:
@@ -290,6 +371,61 @@ def gather_references(settings: dict) -> list[dict]:
                 f"{settings['dataset']} with fixed factors "
                 f"{settings['fixed_factors'] or 'none'}, found {ref['dataset']}")
     return found
+
+
+def plan(settings: dict) -> str:
+    """What a generation would do, from what is on disk now: its game, where its references
+    come from (finished or to train) and which of them would be chosen when all are
+    finished, and its outputs."""
+    out = pathlib.Path(settings["output_dir"])
+    k = settings["ensemble_size"]
+    lines = [f"generation of modified {settings['dataset']}"
+             + (f" (fixed factors {settings['fixed_factors']})" if settings["fixed_factors"]
+                else "")
+             + f": eps {settings['eps']:g}"
+             + (f" (and {', '.join(f'{e:g}' for e in settings['eps_sweep'])})"
+                if settings["eps_sweep"] else "")
+             + f", {settings['steps']} updates of m at batch {settings['batch_size']}, "
+             f"references {k} entangled + {k} disentangled"]
+    runs = list(settings["reference_runs"])
+    if settings["reference_study"]:
+        try:
+            pooled, listed = pool_runs(settings["reference_study"],
+                                       settings["reference_model"], settings["dataset"])
+            lines.append(f"  pool {settings['reference_study']}: {len(pooled)} of {listed} "
+                         f"{settings['reference_model']} runs on original "
+                         f"{settings['dataset']} finished")
+            runs += pooled
+        except references.ReferenceError:
+            lines.append(f"  pool {settings['reference_study']}: not trained yet (its "
+                         "study stage makes it)")
+    to_train = []
+    for seed in settings["reference_seeds"]:
+        run_dir = pathlib.Path(settings["work_dir"]) / "references" / f"seed{seed}"
+        if (run_dir / "results.json").is_file():
+            runs.append(str(run_dir))
+        else:
+            to_train.append(seed)
+    if to_train:
+        lines.append(f"  restarts to train first in {settings['work_dir']}/references: seeds "
+                     f"{to_train}")
+    found = []
+    for run in runs:
+        try:
+            found.append(references.read_reference(run))
+        except references.ReferenceError as error:
+            lines.append(f"  unusable reference: {error}")
+    if len(found) >= 2 * k and not to_train:
+        entangled, disentangled = references.choose(found, k)
+        for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
+            lines.append(f"  {side}: " + ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
+                                                   for r in chosen))
+    else:
+        lines.append(f"  references: {len(found)} finished so far; {2 * k} are needed")
+    occupied = occupied_outputs(settings)
+    lines.append(f"  output: {out}" + (" (holds an artefact: needs --overwrite)"
+                                       if out in occupied else ""))
+    return "\n".join(lines)
 
 
 def figure_sheet(data, network, eps: float, rng: np.random.Generator, rows: int = 6):
@@ -451,6 +587,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         publish_diagnostics(swept, data, network, eps, settings["seed"])
     if export_path:
         export.export_official(modified, export_path)
+    write_json(pathlib.Path(settings["work_dir"]) / FINISHED, finished_record(settings))
     return out
 
 
@@ -466,8 +603,26 @@ def main(argv):
         # read before the references' gin configs replace the parsed one
         optimizers = [configured_optimizer("manipulation_adam"),
                       configured_optimizer("game_decoder_adam")]
+    if FLAGS.dry_run:
+        print(plan(settings))
+        print("dry run: nothing was trained")
+        return
     occupied = occupied_outputs(settings)
-    if occupied and not FLAGS.overwrite:
+    if FLAGS.resume:
+        with user_errors(FileNotFoundError):
+            check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
+                                settings, optimizers)
+        if already_generated(settings):
+            print(f"{settings['output_dir']}: generated before with these settings "
+                  f"({pathlib.Path(settings['work_dir']) / FINISHED}); nothing to do")
+            return
+        started = (pathlib.Path(settings["work_dir"]) / "manipulation"
+                   / "game_settings.json").is_file()
+        if occupied and not started:
+            raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact "
+                            f"that the game in {settings['work_dir']} did not make; --resume "
+                            "replaces only its own outputs (pass --overwrite to replace it)")
+    elif occupied and not FLAGS.overwrite:
         raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact; pass "
                         "--overwrite to replace it, or set generation.output_dir to a new "
                         "directory")

@@ -9,7 +9,8 @@ from absl import flags
 COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
-            "benchmark.curves", "benchmark.metrics.alignment", "perturbations.generate", "perturbations.noise",
+            "benchmark.curves", "benchmark.metrics.alignment", "benchmark.pipeline",
+            "perturbations.generate", "perturbations.noise",
             "perturbations.inspect", "perturbations.readapt"]
 
 

@@ -33,7 +33,8 @@ def _resolve_run(gin_files, bindings) -> str:
 
 def test_every_gin_folder_and_the_examples_are_covered():
     assert {path.split("/")[0] for path in CONFIGS} == {
-        "datasets", "metrics", "models", "papers", "perturbations", "studies", "examples"}
+        "datasets", "metrics", "models", "papers", "perturbations", "studies", "examples",
+        "pipelines"}
     assert "examples/wae_mmd.gin" in CONFIGS and "examples/sparse_vae.gin" in CONFIGS
 
 
@@ -54,6 +55,12 @@ def test_every_gin_config_parses_and_builds(path):
             runs = {(s.gin_files, tuple(b for b in s.bindings if not b.startswith("run.seed")))
                     for s in specs}                     # seeds differ in run.seed alone
             assert all(_resolve_run(*r) in MODELS for r in sorted(runs))
+            return
+        if path.startswith("pipelines/"):     # its stages' configs are cases of their own
+            from benchmark import pipeline
+            config.parse_config([path], [])
+            stages = pipeline.pipeline_settings()
+            assert stages and all(s["gin_file"] in CONFIGS for s in stages)
             return
         if path.startswith("metrics/"):          # metric presets: every metric resolves
             from benchmark import metrics

@@ -17,7 +17,7 @@ load_data = functools.partial(data_lib.load_data, artefact_loader=load_variant)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _generate(tmp_path, *extra, overwrite=False):
+def _generate(tmp_path, *extra, overwrite=False, flags=()):
     reference = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
                  "run.metrics = ['mig']", "run.health_points = 32", "run.figures = False"]
     bindings = [f"generation.reference_bindings = {reference!r}",
@@ -30,7 +30,8 @@ def _generate(tmp_path, *extra, overwrite=False):
                 f"generation.output_dir = '{tmp_path / 'art'}'", *extra]
     args = [sys.executable, "-m", "perturbations.generate",
             "--gin_file=perturbations/dsprites.gin",
-            *[f"--gin_bindings={b}" for b in bindings], *(["--overwrite"] if overwrite else [])]
+            *[f"--gin_bindings={b}" for b in bindings], *(["--overwrite"] if overwrite else []),
+            *flags]
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
@@ -107,6 +108,42 @@ def test_generation_rejects_a_misspelt_setting(tmp_path):
     result = _generate(tmp_path, "generation.stepz = 3")
     assert result.returncode == 2 and "stepz" in result.stderr
     assert not (tmp_path / "work").exists()
+
+
+def test_resume_replaces_only_what_its_own_game_made(tmp_path):
+    (tmp_path / "art").mkdir()
+    (tmp_path / "art" / "metadata.json").write_text("{}")
+    result = _generate(tmp_path, flags=["--resume"])
+    assert result.returncode == 2 and "did not make" in result.stderr
+    assert (tmp_path / "art" / "metadata.json").read_text() == "{}"
+    assert not (tmp_path / "work").exists()
+
+
+def _fake_run(study, name, model, variant="original", finished=True):
+    run_dir = study / "runs" / name
+    run_dir.mkdir(parents=True)
+    if finished:
+        (run_dir / "results.json").write_text(json.dumps(
+            {"model": model, "dataset": {"name": "dsprites", "variant": variant}}))
+    return str(run_dir)
+
+
+def test_a_reference_pool_is_the_finished_runs_of_a_study(tmp_path):
+    from perturbations import references
+    from perturbations.generate import gather_references, generation_settings, pool_runs
+    study = tmp_path / "pool"
+    first = _fake_run(study, "beta_vae_dsprites_original_seed0", "beta_vae")
+    _fake_run(study, "beta_vae_dsprites_noisy_seed0", "beta_vae", "noisy")
+    _fake_run(study, "ae_dsprites_original_seed0", "ae")
+    assert pool_runs(study, "beta_vae", "dsprites") == ([first], 1)
+    _fake_run(study, "beta_vae_dsprites_original_seed1", "beta_vae", finished=False)
+    assert pool_runs(study, "beta_vae", "dsprites") == ([first], 2)
+    settings = generation_settings(reference_study=str(study), reference_seeds=())
+    with pytest.raises(references.ReferenceError, match="1 of its 2 beta_vae runs on "
+                       "original dsprites are not finished"):
+        gather_references(settings)
+    with pytest.raises(references.ReferenceError, match="expected a study directory"):
+        pool_runs(tmp_path / "nowhere", "beta_vae", "dsprites")
 
 
 @pytest.mark.slow
