@@ -121,7 +121,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         fixed_factors: dict | None = None,
                         unit_variance_init: bool = False, neuron_direction=None,
                         reference_study: str | None = None,
-                        reference_model: str = "beta_vae") -> dict:
+                        reference_model: str = "beta_vae",
+                        reference_exclude_overpruned: bool = False,
+                        reference_min_mig_gap: float | None = None) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -130,7 +132,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       used as well (give reference_seeds=() to use only those); reference_study: a study
       directory (benchmark/study.py) whose finished runs of `reference_model` on original
       `dataset` join them (a restart pool trained as a study, on a Ray cluster say: the
-      paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin).
+      paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin);
+      reference_exclude_overpruned, reference_min_mig_gap: the choice's rules
+      (references.choose; off by default, as in the paper, which states neither).
     ensemble_size: k entangled + k disentangled references (1 dSprites, 4 Shapes3D).
     steps: updates of m; each also makes 3 decoder updates; batch_size images per update.
     latent_samples: latent samples per image in the decoder losses (5, appendix B.1).
@@ -181,6 +185,11 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 and any(neuron_direction))):
         raise ValueError(f"generation.neuron_direction must be None, 'diagonal' or one finite "
                          f"number per factor, not all 0, found {neuron_direction!r}")
+    if reference_min_mig_gap is not None and not (
+            isinstance(reference_min_mig_gap, (int, float))
+            and 0 <= float(reference_min_mig_gap) <= 1):
+        raise ValueError(f"generation.reference_min_mig_gap must be None or a number in "
+                         f"[0, 1], found {reference_min_mig_gap!r}")
     if eps is None:
         if dataset not in DEFAULT_EPS:
             raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
@@ -201,6 +210,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 reference_runs=[str(r) for r in reference_runs],
                 reference_study=None if reference_study is None else str(reference_study),
                 reference_model=str(reference_model),
+                reference_exclude_overpruned=bool(reference_exclude_overpruned),
+                reference_min_mig_gap=(None if reference_min_mig_gap is None
+                                       else float(reference_min_mig_gap)),
                 ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
                 latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
                 output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
@@ -270,11 +282,16 @@ def scaled_optimizer(optimizer, scale: float):
 #: the settings that decide what the game trains (not `steps`: a finished game can be
 #: trained on to more updates)
 GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
-             "reference_bindings", "reference_seeds", "reference_runs", "reference_study",
-             "reference_model", "ensemble_size",
+             "reference_bindings", "reference_seeds", "reference_runs", "ensemble_size",
              "batch_size", "latent_samples", "seed", "reconstruction", "mean_penalty",
              "output_init_scale", "neuron_learning_rate_scale", "unit_variance_init",
              "neuron_direction")
+
+
+#: settings added to the game after games were recorded, with their defaults: recorded
+#: only when set otherwise, so games recorded before they existed resume unchanged
+CHOICE_KEYS = {"reference_study": None, "reference_model": "beta_vae",
+               "reference_exclude_overpruned": False, "reference_min_mig_gap": None}
 
 
 def check_game_settings(work_dir, settings: dict, optimizers) -> dict:
@@ -285,6 +302,8 @@ def check_game_settings(work_dir, settings: dict, optimizers) -> dict:
     game starts), so a generation that fails before its game leaves no record behind."""
     work_dir = pathlib.Path(work_dir)
     wanted = {**{k: settings[k] for k in GAME_KEYS},
+              **{k: settings[k] for k, default in CHOICE_KEYS.items()
+                 if settings.get(k, default) != default},
               "optimizers": [{k: v for k, v in o.get_config().items() if k != "name"}
                              for o in optimizers]}
     wanted = json.loads(json.dumps(wanted))         # as it reads back: tuples -> lists
@@ -416,7 +435,13 @@ def plan(settings: dict) -> str:
         except references.ReferenceError as error:
             lines.append(f"  unusable reference: {error}")
     if len(found) >= 2 * k and not to_train:
-        entangled, disentangled = references.choose(found, k)
+        try:
+            entangled, disentangled = references.choose(
+                found, k, settings["reference_exclude_overpruned"],
+                settings["reference_min_mig_gap"])
+        except references.ReferenceError as error:
+            lines.append(f"  no references can be chosen: {error}")
+            entangled = disentangled = []
         for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
             lines.append(f"  {side}: " + ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
                                                    for r in chosen))
@@ -520,7 +545,9 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     game_settings = check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
                                         settings, [m_optimizer, decoder_optimizer])
     found = gather_references(settings)
-    entangled, disentangled = references.choose(found, settings["ensemble_size"])
+    entangled, disentangled = references.choose(
+        found, settings["ensemble_size"], settings["reference_exclude_overpruned"],
+        settings["reference_min_mig_gap"])
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
         logging.info("%s: %s", side, ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
                                                 for r in chosen))
@@ -552,7 +579,9 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                    if settings["fixed_factors"] else {}),
                 "references": {"entangled": [describe(r) for r in entangled],
                                "disentangled": [describe(r) for r in disentangled],
-                               "all_migs": {r["run_dir"]: r["mig"] for r in found}},
+                               "all_migs": {r["run_dir"]: r["mig"] for r in found},
+                               "exclude_overpruned": settings["reference_exclude_overpruned"],
+                               "min_mig_gap": settings["reference_min_mig_gap"]},
                 "training": {"steps": training["steps"], "seed": settings["seed"],
                              "batch_size": settings["batch_size"],
                              "latent_samples": settings["latent_samples"],

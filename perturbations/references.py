@@ -49,8 +49,9 @@ def train_reference(gin_files, gin_bindings, seed: int, run_dir) -> pathlib.Path
 
 
 def read_reference(run_dir) -> dict:
-    """{'run_dir', 'seed', 'mig', 'mean_posterior_variance', 'method', 'gin_config'} of a
-    finished beta-VAE-family run (its results.json)."""
+    """{'run_dir', 'seed', 'mig', 'overpruned' (fewer active dims than factors, paper 002
+    sec. 5.3; None when the run did not record it), 'mean_posterior_variance', 'method',
+    'dataset', 'gin_config'} of a finished beta-VAE-family run (its results.json)."""
     path = pathlib.Path(run_dir) / "results.json"
     if not path.is_file():
         raise ReferenceError(f"reference {run_dir}: expected a finished run (results.json), "
@@ -66,6 +67,7 @@ def read_reference(run_dir) -> dict:
     if results.get("schema_version") == results_lib.SCHEMA_VERSION:   # benchmark/results.py
         mig_name, variance_name = "scalars['metric/mig']", "health/mean_posterior_variance"
         mig = field("scalars", "metric/mig")
+        overpruned = field("scalars", "health/overpruned")
         try:
             variance = results_lib.read_arrays(run_dir).get(variance_name)
         except results_lib.ResultsError as error:
@@ -75,6 +77,7 @@ def read_reference(run_dir) -> dict:
     else:                                                        # schema version 1
         mig_name, variance_name = "metrics.mig.mig", "metrics.health.mean_posterior_variance"
         mig = field("metrics", "mig", "mig")
+        overpruned = field("metrics", "health", "overpruned")
         variance = field("metrics", "health", "mean_posterior_variance")
     if mig is None:
         raise ReferenceError(f"reference {run_dir}: expected a MIG score in results.json "
@@ -93,18 +96,46 @@ def read_reference(run_dir) -> dict:
                              f"{results.get('seed')!r} ({type(results.get('seed')).__name__})")
     gin_config = check_gin_config(results.get("gin_config"), f"{path} (gin_config)")
     return {"run_dir": str(run_dir), "seed": results["seed"], "mig": float(mig),
+            "overpruned": None if overpruned is None else bool(overpruned),
             "mean_posterior_variance": variance, "method": results.get("model"),
             "dataset": results.get("dataset"), "gin_config": gin_config}
 
 
-def choose(references: list[dict], ensemble_size: int = 1) -> tuple[list[dict], list[dict]]:
-    """(entangled: the `ensemble_size` lowest MIG, disentangled: the highest), each sorted."""
+def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: bool = False,
+           min_mig_gap: float | None = None) -> tuple[list[dict], list[dict]]:
+    """(entangled: the `ensemble_size` lowest MIG, disentangled: the highest), each sorted.
+
+    exclude_overpruned: choose among the runs that are not over-pruned only (issue 28 step
+      5; a run that did not record it is an error, not a guess).
+    min_mig_gap: the pre-registered contrast the references must have, the lowest
+      disentangled MIG minus the highest entangled MIG; a pool below it is an error that
+      says so (no references with that contrast at this length)."""
+    if exclude_overpruned:
+        unknown = [r["run_dir"] for r in references if r.get("overpruned") is None]
+        if unknown:
+            raise ReferenceError(f"excluding over-pruned references needs each run's "
+                                 f"health/overpruned, found none in {unknown[:3]}")
+        kept = [r for r in references if not r["overpruned"]]
+        if len(kept) < 2 * ensemble_size:
+            raise ReferenceError(f"{len(references) - len(kept)} of {len(references)} "
+                                 f"references are over-pruned; {len(kept)} are left and "
+                                 f"{ensemble_size} + {ensemble_size} are needed")
+        references = kept
     if len(references) < 2 * ensemble_size:
         raise ReferenceError(f"choosing {ensemble_size} entangled + {ensemble_size} "
                              f"disentangled references needs >= {2 * ensemble_size} runs, "
                              f"found {len(references)}")
     ranked = sorted(references, key=lambda r: (r["mig"], r["run_dir"]))
-    return ranked[:ensemble_size], ranked[::-1][:ensemble_size]
+    entangled, disentangled = ranked[:ensemble_size], ranked[::-1][:ensemble_size]
+    if min_mig_gap is not None:
+        gap = min(r["mig"] for r in disentangled) - max(r["mig"] for r in entangled)
+        if gap < min_mig_gap:
+            raise ReferenceError(
+                f"the chosen references' MIG gap is {gap:.3f} (entangled up to "
+                f"{max(r['mig'] for r in entangled):.3f}, disentangled from "
+                f"{min(r['mig'] for r in disentangled):.3f}), below the pre-registered "
+                f"minimum {min_mig_gap:g}: this pool has no references with that contrast")
+    return entangled, disentangled
 
 
 def load_encoder_decoder(reference: dict, observation_shape):

@@ -269,3 +269,9 @@ def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
         with pytest.raises(UserError, match=f"{named}: recorded .*set generation.work_dir"):
             check_game_settings(tmp_path, changed, [manipulation_adam(optimizer)] * 2)
     assert json.loads((tmp_path / "game_settings.json").read_text()) == recorded
+    # the reference choice's rules, added later, are recorded only when set: a game recorded
+    # before them resumes, and one that sets them is told apart
+    assert "reference_study" not in recorded and "reference_min_mig_gap" not in recorded
+    with pytest.raises(UserError, match="reference_min_mig_gap: recorded None, now 0.1"):
+        check_game_settings(tmp_path, {**settings, "reference_min_mig_gap": 0.1},
+                            [manipulation_adam(1e-3)] * 2)

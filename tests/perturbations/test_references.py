@@ -82,3 +82,24 @@ def test_malformed_results_json_is_one_clear_error(tmp_path):
         (run_dir / "results.json").write_text(json.dumps(changed))
         with pytest.raises(references.ReferenceError, match=message):
             references.read_reference(run_dir)
+
+
+def test_references_are_the_extremes_of_the_pool_under_the_registered_rules(tmp_path):
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG)
+    assert references.read_reference(run_dir)["overpruned"] is None    # not recorded
+    pool = [{"run_dir": f"r{i}", "mig": mig, "overpruned": pruned}
+            for i, (mig, pruned) in enumerate([(0.05, True), (0.10, False), (0.30, False),
+                                               (0.40, True), (0.35, False)])]
+    low, high = references.choose(pool)
+    assert (low[0]["mig"], high[0]["mig"]) == (0.05, 0.40)
+    low, high = references.choose(pool, exclude_overpruned=True)
+    assert (low[0]["mig"], high[0]["mig"]) == (0.10, 0.35)
+    low, high = references.choose(pool, 2, exclude_overpruned=False, min_mig_gap=0.2)
+    assert [r["mig"] for r in low] == [0.05, 0.10] and [r["mig"] for r in high] == [0.40, 0.35]
+    with pytest.raises(references.ReferenceError, match=r"gap is 0\.250.*minimum 0\.3"):
+        references.choose(pool, 2, min_mig_gap=0.3)
+    with pytest.raises(references.ReferenceError, match="2 of 5 references are over-pruned"):
+        references.choose(pool, 2, exclude_overpruned=True)
+    with pytest.raises(references.ReferenceError, match="health/overpruned"):
+        references.choose([*pool, {"run_dir": "x", "mig": 0.2, "overpruned": None}],
+                          exclude_overpruned=True)
