@@ -34,9 +34,11 @@ modified against noisy.
      Welch), significantly larger than the drop on every control (stats.drop_difference),
      so it is not mere sensitivity to noise or texture of the same energy;
    - ROBUST: original and manipulated MIG equivalent within ±margin (TOST at alpha), the
-     margin being margin_fraction (default 0.5) of the reference beta-VAE's drop (a drop
-     that is significant, but no larger than on a control and within the margin, is
-     ROBUST too: it is smaller than the effect the audit looks for);
+     margin being margin_fraction (default 0.5) of the reference beta-VAE's relative drop
+     (its drop over its original MIG) times the method's own original MIG, so a method
+     with less MIG to lose is held to a proportionally smaller drop (a drop that is
+     significant, but no larger than on a control and within the margin, is ROBUST too:
+     it is smaller than the effect the audit looks for);
    - SENSITIVE: a significant drop on the manipulated arm that is not significantly
      larger than on a control, where the drop on that control is itself significant: the
      code is hurt by a perturbation of the same energy that keeps the removed structure,
@@ -77,7 +79,8 @@ from benchmark.errors import cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
 ALPHA = stats.ALPHA
-#: the equivalence margin of ROBUST, as a fraction of the reference beta-VAE's MIG drop
+#: the equivalence margin of ROBUST, as a fraction of the reference beta-VAE's relative MIG
+#: drop, applied to the audited model's own original MIG (`relative_margin`)
 MARGIN_FRACTION = 0.5
 #: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
 DEFAULT_REFERENCE = "results/geometry_cpu"
@@ -110,7 +113,8 @@ def define_flags() -> None:
     flags.DEFINE_integer("workers", 1, "Runs at a time.")
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
     flags.DEFINE_float("margin_fraction", MARGIN_FRACTION, "Equivalence margin of ROBUST, as "
-                       "a fraction of the reference beta-VAE's MIG drop on modified data.")
+                       "a fraction of the reference beta-VAE's relative MIG drop on the "
+                       "manipulated arm, applied to each model's own original MIG.")
 
 
 def reference_settings(reference_dir) -> dict:
@@ -307,11 +311,21 @@ def _sensitivity(control: str) -> str:
             else control) + " sensitivity"
 
 
-def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
+def relative_margin(beta_vae: dict, drop: float, margin_fraction: float) -> float:
+    """The share of its own original MIG a model may lose and still count as equivalent:
+    margin_fraction x the reference beta-VAE's drop over its original MIG (kept runs).
+    An absolute margin (a fraction of the beta-VAE's drop) would call a method with a
+    third of the beta-VAE's MIG robust while it loses most of it."""
+    return margin_fraction * drop / float(np.mean(beta_vae["original"]["kept"]))
+
+
+def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool,
             tests: dict, manipulated: str, controls, reference_specific: bool = True
             ) -> dict:
     """The method's verdict once the positive control has passed (the steps after it in
-    the module docstring); include: count the method's over-pruned runs too;
+    the module docstring); relative: `relative_margin`, the equivalence margin being it
+    times the method's original MIG (returned as 'margin' once the floor check passed);
+    include: count the method's over-pruned runs too;
     reference_specific: whether the reference beta-VAE's drop was larger than on every
     control (`reference_specificity`), which SENSITIVE's sentence states."""
     tests = dict(tests)
@@ -333,6 +347,7 @@ def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
             f"Welch p = {floor['p']:.3g}), so it has no disentanglement to lose", tests,
             floor["diff"], stats.pooled_sd(original, baseline), alpha,
             "such a lead over the AE")
+    margin = relative * float(np.mean(original))
     drop = stats.drop_test(original, modified)
     tests["drop"] = drop
     equivalence = stats.tost(original, modified, margin, alpha)
@@ -386,8 +401,9 @@ def _decide(method: dict, ae: dict, margin: float, alpha: float, include: bool,
     if equivalence["equivalent"]:
         return {"label": "ROBUST", "reason": (
             f"MIG on {manipulated} data is equivalent to MIG on original data within "
-            f"±{margin:.3f} (the equivalence margin: a fraction of the reference β-VAE's "
-            f"drop): drop {equivalence['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI "
+            f"±{margin:.3f} (the equivalence margin: {relative:.0%} of its original MIG, "
+            f"a fraction of the reference β-VAE's relative drop): drop "
+            f"{equivalence['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI "
             f"[{equivalence['ci_low']:.3f}, {equivalence['ci_high']:.3f}], TOST p = "
             f"{equivalence['p']:.3g}"), "tests": tests, "seeds_needed": None}
     return _inconclusive(
@@ -406,8 +422,9 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
     battery's arms). Returns {'label': DEPENDS | ROBUST | SENSITIVE | INCONCLUSIVE,
     'reason': one sentence, 'tests': {name: record} of the tests run ('positive_control',
     'positive_control_specificity': {control: record}, 'floor', 'drop', 'equivalence',
-    'differences': {control: record}, 'control_drops': {control: record}), 'margin' (None
-    before the positive control passes), 'positive_control' (its sentences),
+    'differences': {control: record}, 'control_drops': {control: record}), 'margin' (the
+    method's equivalence margin in MIG; None before the positive control passes),
+    'relative_margin' (`relative_margin`), 'positive_control' (its sentences),
     'reference_specific' (None before the positive control passes, else whether the
     reference beta-VAE's drop is larger than on every control), 'seeds_needed'
     (INCONCLUSIVE: seeds per arm that would decide the failing step, where computable),
@@ -423,7 +440,8 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
                                                         controls)
         tests["positive_control_specificity"] = records
         sentence += " " + said
-    out = {"margin": None, "overpruning": overpruning(method), "exclusions_decide": False,
+    out = {"margin": None, "relative_margin": None, "overpruning": overpruning(method),
+           "exclusions_decide": False,
            "positive_control": sentence, "reference_specific": specific}
     if not passed:
         spread = (stats.pooled_sd(beta_vae["original"]["kept"],
@@ -432,13 +450,15 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             sentence[0].lower() + sentence[1:].rstrip("."), tests,
             control["drop"] if control else None, spread, alpha,
             "such a drop of the reference β-VAE")}
-    margin = margin_fraction * control["drop"]
-    decided = _decide(method, ae, margin, alpha, False, tests, manipulated, controls,
+    relative = relative_margin(beta_vae, control["drop"], margin_fraction)
+    decided = _decide(method, ae, relative, alpha, False, tests, manipulated, controls,
                       specific is not False)
-    out["margin"] = margin
+    out["relative_margin"] = relative
+    kept = method["original"]["kept"]
+    out["margin"] = relative * float(np.mean(kept)) if kept else None
     pruned = sum(len(a["overpruned"]) for a in method.values())
     if pruned:
-        counted = _decide(method, ae, margin, alpha, True, tests, manipulated, controls,
+        counted = _decide(method, ae, relative, alpha, True, tests, manipulated, controls,
                           specific is not False)
         if counted["label"] != decided["label"]:
             out["exclusions_decide"] = True
@@ -448,15 +468,17 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
     return {**out, **decided}
 
 
-def robust_control(pcl: dict, margin: float | None, alpha: float, manipulated: str
+def robust_control(pcl: dict, relative: float | None, alpha: float, manipulated: str
                    ) -> tuple[str, dict | None]:
     """(one sentence, TOST record or None): does the reference PCL (arms as `arms`) keep
-    its MIG on the manipulated arm, equivalent within the audit's margin (TOST at alpha)?"""
-    if margin is None:
+    its MIG on the manipulated arm, equivalent within the audit's margin (TOST at alpha;
+    relative: `relative_margin`, times PCL's own original MIG)?"""
+    if relative is None:
         return "Robust control not tested (no margin: the positive control did not pass).", None
     short = _short_arm("the reference PCL", pcl, ("original", manipulated))
     if short:
         return f"Robust control not testable: {short}.", None
+    margin = relative * float(np.mean(pcl["original"]["kept"]))
     test = stats.tost(pcl["original"]["kept"], pcl[manipulated]["kept"], margin, alpha)
     span = (f"drop {test['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI [{test['ci_low']:.3f}, "
             f"{test['ci_high']:.3f}], TOST p = {test['p']:.3g}")
@@ -645,7 +667,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
                        margin_fraction, manipulated, controls)
-    robust, robust_test = robust_control(references["pcl"], decision["margin"], alpha,
+    robust, robust_test = robust_control(references["pcl"], decision["relative_margin"], alpha,
                                          manipulated)
     control = decision["tests"].get("positive_control")
     own = sum(len(arm["kept"]) + len(arm["overpruned"])
@@ -663,6 +685,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     payload = {"method": name, "model_name": method_model, "dataset": dataset,
                "verdict": decision["label"], "reason": decision["reason"], "alpha": alpha,
                "margin_fraction": margin_fraction, "margin": decision["margin"],
+               "relative_margin": decision["relative_margin"],
                "tests": decision["tests"], "seeds_needed": decision["seeds_needed"],
                "exclusions_decide": decision["exclusions_decide"],
                "positive_control": decision["positive_control"],
@@ -688,8 +711,12 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
              f"MIG on {dataset}, original → {manipulated} and its controls (drop = original − "
              f"arm; one-sided Welch p of a drop, α = {alpha:g}; 95 % Welch t CI; n = kept "
              "seeds original/arm). Equivalence margin (ROBUST): "
-             + ("none, the positive control did not pass" if margin is None else
-                f"±{margin:.3f} = {margin_fraction:g} × the reference β-VAE's drop")
+             + ("none, the positive control did not pass"
+                if decision["relative_margin"] is None else
+                "none, the method has no original runs" if margin is None else
+                f"±{margin:.3f} = {margin_fraction:g} × the reference β-VAE's relative drop "
+                f"× the method's original MIG ({decision['relative_margin']:.0%} of it; the "
+                "reference PCL's at the same share of its own)")
              + f". Scale and arms of the reference study `{reference_dir}`.", "",
              "| method | MIG original | " + " | ".join(f"drop → {v}" for v in compared[1:])
              + " |", "|---|" + "---|" * len(compared),

@@ -62,7 +62,9 @@ def test_floor_check_and_too_few_runs():
     assert result["reason"].startswith("does not disentangle at this scale")
     assert result["tests"]["floor"]["p"] == pytest.approx(
         _one_sided([0.05, 0.07, 0.04, 0.06], AE["original"]["kept"]))
-    assert result["margin"] == pytest.approx(0.1)
+    relative = 0.5 * (np.mean(HIGH) - np.mean(LOW)) / np.mean(HIGH)
+    assert result["relative_margin"] == pytest.approx(relative)
+    assert result["margin"] == pytest.approx(relative * np.mean([0.05, 0.07, 0.04, 0.06]))
     result = audit.verdict(_arms(HIGH, LOW, LOW), BETA_VAE, _arms([0.05]))
     assert result["label"] == "INCONCLUSIVE" and "no floor check" in result["reason"]
     result = audit.verdict(_arms([0.3], [0.1]), BETA_VAE, AE)
@@ -221,6 +223,15 @@ def test_robust_is_equivalence_within_the_margin():
     assert result["label"] == "INCONCLUSIVE" and result["reason"].startswith("neither")
     assert result["seeds_needed"] == stats.seeds_needed(
         margin, stats.pooled_sd(original, modified))
+    # the margin scales with the method's own MIG: a method with a third of the β-VAE's
+    # MIG that loses 60 % of it is not ROBUST, although its drop (0.06) is inside the
+    # absolute margin of half the β-VAE's drop (0.1) (FastICA on the geometry battery
+    # was called ROBUST that way: 0.278 -> 0.099)
+    third, lost = [0.100, 0.101, 0.099, 0.100], [0.040, 0.041, 0.039, 0.040]
+    result = audit.verdict(_arms(third, lost, third), BETA_VAE, AE)
+    assert result["margin"] == pytest.approx(margin / np.mean(HIGH) * np.mean(third))
+    assert not result["tests"]["equivalence"]["equivalent"]
+    assert result["label"] == "DEPENDS"
 
 
 def test_overpruning_is_reported_and_said_when_it_decides():
