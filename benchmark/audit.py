@@ -569,9 +569,9 @@ def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | 
                 f"{len(seeds)} seed(s) per arm; the manipulation {battery['manipulated']} "
                 f"against its controls {', '.join(battery['controls'])}.")
     if power is not None:
-        sentence += (f" Power: {power:.2f} to detect a MIG drop of the reference β-VAE's size "
-                     f"({effect:.3f}) with these seeds at the method's observed spread "
-                     "(one-sided Welch).")
+        sentence += (f" Power: {power:.2f} to detect a MIG drop of the reference β-VAE's "
+                     f"relative size on the method's own MIG ({effect:.3f}) with these seeds "
+                     "at the method's observed spread (one-sided Welch).")
     return sentence
 
 
@@ -672,13 +672,15 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     control = decision["tests"].get("positive_control")
     own = sum(len(arm["kept"]) + len(arm["overpruned"])
               for arm in runs_by_model[method_key].values())
-    power = None
+    power = effect = None
     if control and len(seeds) >= 2 and len(method["original"]["kept"]) >= 2 \
             and len(method[manipulated]["kept"]) >= 2 and control["drop"] > 0:
+        # the beta-VAE's relative drop on the method's own MIG (as the margin)
+        effect = (control["drop"] / float(np.mean(references["beta_vae"]["original"]["kept"]))
+                  * float(np.mean(method["original"]["kept"])))
         spread = stats.pooled_sd(method["original"]["kept"], method[manipulated]["kept"])
-        power = stats.power(control["drop"], spread, len(seeds)) if spread else None
-    scope = _scope(reference, reference_dir, battery, seeds, power,
-                   control["drop"] if control else None)
+        power = stats.power(effect, spread, len(seeds)) if spread and effect > 0 else None
+    scope = _scope(reference, reference_dir, battery, seeds, power, effect)
     dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
     pruning = {m: overpruning({v: scores[key][v] for v in compared})
                for m, key in [("method", method_key), *((m, m) for m, _ in REFERENCES)]}
