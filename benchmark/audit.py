@@ -304,11 +304,16 @@ def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPH
     return {"label": "INCONCLUSIVE", "reason": reason, "tests": tests, "seeds_needed": seeds}
 
 
+def _control_kind(control: str) -> str:
+    """'noise', 'the texture' or the control's own name."""
+    base = control.split("@")[0]
+    return ("noise" if base == "noisy" else "the texture" if base.endswith("texture")
+            else control)
+
+
 def _sensitivity(control: str) -> str:
     """What a drop as large as on `control` data would show: 'noise sensitivity', ..."""
-    base = control.split("@")[0]
-    return ("noise" if base == "noisy" else "texture" if base.endswith("texture")
-            else control) + " sensitivity"
+    return _control_kind(control).removeprefix("the ") + " sensitivity"
 
 
 def relative_margin(beta_vae: dict, drop: float, margin_fraction: float) -> float:
@@ -383,7 +388,7 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
                     f"MIG drops on {manipulated} data ({_evidence(drop)}) and also on "
                     + "; ".join(f"{c} data ({_evidence(control_drops[c])})" for c in hurt)
                     + f", not significantly less (difference of drops, {shown}): its code "
-                    f"is hurt by {' and '.join(_sensitivity(c) for c in hurt)} of the same "
+                    f"is hurt by {' and '.join(_control_kind(c) for c in hurt)} of the same "
                     "energy, which keeps the structure the manipulation removes, so a "
                     "dependence on that structure is not separated from it"
                     + (" (as for the reference β-VAE at this scale, whose drop is not "

@@ -206,7 +206,10 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
     export_dir = pathlib.Path(export_dir)
     manifest = read_manifest(export_dir)
     seeds = manifest["seeds"]
-    reference, settings = settings_of(manifest["reference"], seeds, manifest.get("strengths"))
+    reference_dir = manifest["reference"]      # absolute; shown relative to here when inside
+    if pathlib.Path(reference_dir).is_relative_to(pathlib.Path.cwd()):
+        reference_dir = str(pathlib.Path(reference_dir).relative_to(pathlib.Path.cwd()))
+    reference, settings = settings_of(reference_dir, seeds, manifest.get("strengths"))
     arms = arm_specs(settings)
     expected = {label: variant for label, variant, _ in arms}
     found = {label: arm.get("variant") for label, arm in manifest["arms"].items()}
@@ -267,4 +270,4 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
         gin.clear_config()
         audit_settings = {**settings, "name": f"audit_{name}", "output_dir": str(out),
                           "models": {name: "external codes"}}
-        return decide(name, seeds, reference, manifest["reference"], audit_settings, out)
+        return decide(name, seeds, reference, reference_dir, audit_settings, out)
