@@ -144,7 +144,11 @@ def run_stages(stages: list[dict], backend: str = "local", workers: int = 1,
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
-    with user_errors(ValueError, KeyError, IOError, prefix="invalid pipeline configuration: "):
+    if not FLAGS.gin_file:
+        raise app.UsageError("--gin_file is required (e.g. pipelines/zietlow2021_paper.gin)")
+    # RuntimeError: gin's "required bindings not provided" (a file without pipeline.stages)
+    with user_errors(ValueError, KeyError, IOError, RuntimeError,
+                     prefix="invalid pipeline configuration: "):
         config.parse_config(FLAGS.gin_file, FLAGS.gin_bindings)
         stages = select(pipeline_settings(), FLAGS.stages)
     code = run_stages(stages, FLAGS.backend, FLAGS.workers, FLAGS.address, FLAGS.dry_run)

@@ -57,7 +57,7 @@ def test_the_paper_pipeline_chains_pools_games_and_table1():
     assert bound[4]["bindings"] == ["study.seeds = [0]"] and bound[0]["bindings"] == []
 
 
-def test_a_wrong_pipeline_is_one_clear_error():
+def test_a_wrong_pipeline_is_one_clear_error(tmp_path):
     for stages, expected in (
             ([("a", "train", "x.gin")], "expected a kind in"),
             ([("a", "study", "x.gin"), ("a", "study", "y.gin")], "appears twice"),
@@ -77,6 +77,13 @@ def test_a_wrong_pipeline_is_one_clear_error():
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "nope" in result.stderr
+    no_stages = tmp_path / "no_stages.gin"
+    no_stages.write_text("pipeline.stage_bindings = {}\n")
+    for args, expected in [((), "--gin_file is required"),
+                           ((f"--gin_file={no_stages}",), "not provided in config: ['stages']")]:
+        result = _cli(*args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert expected in result.stderr.strip().splitlines()[-1]
 
 
 @pytest.mark.slow
