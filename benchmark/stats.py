@@ -113,6 +113,34 @@ def bootstrap_ci(a, b, confidence: float = CONFIDENCE, resamples: int = BOOTSTRA
     return low, high
 
 
+def paired(a, b, alternative: str = "two-sided", confidence: float = CONFIDENCE) -> dict:
+    """Paired t-test of H0: mean(a − b) = 0 over matched pairs (a[i], b[i]: the same seed,
+    batches and held-out sample, say). a, b: 1-D, the same length ≥ 2, finite.
+    Returns {'diff': mean(a − b), 'sd': sd of a − b (ddof 1), 'n', 'df': n − 1, 't',
+    'p' (alternative as in `welch`), 'ci_low', 'ci_high' (two-sided t interval at
+    `confidence`)} — scipy.stats.ttest_rel's numbers. Constant differences decide by their
+    sign, as in `welch`."""
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative: expected one of {ALTERNATIVES}, found {alternative!r}")
+    a, b = _values(a, "paired: first group"), _values(b, "paired: second group")
+    if len(a) != len(b):
+        raise ValueError(f"paired: expected groups of one length, found {len(a)} and {len(b)}")
+    d = a - b
+    n, diff, sd = len(d), float(d.mean()), float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    out = {"diff": diff, "sd": sd, "n": n, "df": float(n - 1)}
+    if se == 0.0:
+        towards = {"two-sided": diff != 0, "greater": diff > 0, "less": diff < 0}
+        return {**out, "t": math.copysign(math.inf, diff) if diff else 0.0,
+                "p": 0.0 if towards[alternative] else 1.0, "ci_low": diff, "ci_high": diff}
+    t = diff / se
+    p = {"greater": stats.t.sf(t, n - 1), "less": stats.t.cdf(t, n - 1),
+         "two-sided": 2 * stats.t.sf(abs(t), n - 1)}[alternative]
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    return {**out, "t": float(t), "p": float(min(1.0, p)), "ci_low": diff - half,
+            "ci_high": diff + half}
+
+
 def drop_ci(original, other, confidence: float = CONFIDENCE, seed: int = 0
             ) -> tuple[float, float, str]:
     """(low, high, method) of the drop mean(original) − mean(other): the percentile

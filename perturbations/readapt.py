@@ -1,4 +1,5 @@
-"""python -m perturbations.readapt DIR [--steps N] [--publish] [--out JSON]
+"""python -m perturbations.readapt DIR [--steps N] [--arms=...] [--seeds=0,1,2
+[--compare_to=ARM,...]] [--publish] [--out JSON]
 
 The re-adaptation gate of a manipulation artefact (issue 14 item 5). During the game the
 reference decoders are trained alongside m(w), so the gap L_ent - L_dis the game logs is
@@ -34,6 +35,15 @@ passes when the advantage after re-adaptation is negative and has not risen over
 second half of the updates (it is not closing). The texture arm's advantage is reported
 beside it, and every other arm's (`arm_advantage_end`): an arm with a more negative
 advantage than m's is a perturbation the game would have preferred to the m it found.
+
+With --seeds the re-adaptation runs once per seed (batches, held-out sample and latent
+noise; the references are the artefact's) and `across_seeds` adds, per arm, the mean
+advantage at the end with its t interval and the test that it is below 0, and for every
+arm against each arm of --compare_to (default: the noise arms) the paired t-test (pairs:
+the same seed, so the same batches and held-out sample) that its advantage is lower, i.e.
+that the game's objective prefers it to that control (issue 28 step 4: if the naive arm,
+the objective's positive control, is not preferred to noise of the same energy, the
+objective is blind at this scale).
 
 Exit status: 0 done (a failed gate is a result, printed and recorded), 2 when the artefact
 or its references cannot be loaded or an argument is invalid (one line `error: ...`).
@@ -77,6 +87,10 @@ def define_flags() -> None:
                         "the one recorded in the artefact's metadata.")
     flags.DEFINE_list("arms", list(ARMS), "Arms to re-adapt on: original, modified and "
                       "others (modified_texture, VARIANT@EPS such as noisy@0.0788).")
+    flags.DEFINE_list("seeds", None, "Run once per seed and add the across-seed tests "
+                      "(module docstring); replaces --seed.")
+    flags.DEFINE_list("compare_to", None, "With --seeds: the control arms every other arm "
+                      "is tested against (default: the arms of noise, noisy@...).")
     flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here.")
     flags.DEFINE_boolean("publish", False, f"Merge the result into DIR/evidence.json "
                          f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
@@ -364,6 +378,64 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     return result
 
 
+def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
+    """Across-seed tests of re-adaptations of one artefact (module docstring).
+
+    runs: {seed: `readaptation` result}, >= 2, with the same arms; compare_to: control arms
+    (None: those whose variant is 'noisy'). Returns {'seeds', 'compare_to', 'arms': {arm:
+    {'advantage_end': [per seed], 'mean', 'ci_low', 'ci_high', 'p_below_zero'}},
+    'preferred': {arm: {control: stats.paired record of arm - control, alternative
+    'less', plus 'preferred': p < alpha}}}."""
+    from benchmark import stats
+
+    seeds = sorted(runs)
+    if len(seeds) < 2:
+        raise ValueError(f"across-seed tests need >= 2 seeds, found {seeds}")
+    arms = list(runs[seeds[0]]["gate"]["arm_advantage_end"])
+    for seed in seeds:
+        if list(runs[seed]["gate"]["arm_advantage_end"]) != arms:
+            raise ValueError(f"seed {seed}: expected the arms {arms}, found "
+                             f"{list(runs[seed]['gate']['arm_advantage_end'])}")
+    controls = ([a for a in arms if a.partition("@")[0] == "noisy"] if compare_to is None
+                else list(compare_to))
+    unknown = [c for c in controls if c not in arms]
+    if unknown:
+        raise ValueError(f"--compare_to: {unknown} are not arms of this re-adaptation "
+                         f"(its arms besides original: {arms})")
+    values = {a: [runs[s]["gate"]["arm_advantage_end"][a] for s in seeds] for a in arms}
+    out = {"seeds": seeds, "compare_to": controls, "alpha": alpha, "arms": {},
+           "preferred": {}}
+    for arm, found in values.items():
+        test = stats.paired(found, [0.0] * len(found), "less")
+        out["arms"][arm] = {"advantage_end": found, "mean": test["diff"],
+                            "ci_low": test["ci_low"], "ci_high": test["ci_high"],
+                            "p_below_zero": test["p"]}
+    for arm in arms:
+        if arm in controls:
+            continue
+        out["preferred"][arm] = {}
+        for control in controls:
+            test = stats.paired(values[arm], values[control], "less")
+            out["preferred"][arm][control] = {**test, "preferred": test["p"] < alpha}
+    return out
+
+
+def across_lines(summary: dict) -> list[str]:
+    """`across_seeds` as short lines of text."""
+    n = len(summary["seeds"])
+    lines = [f"across {n} seeds, advantage at the end (vs original; mean [95 % t CI], "
+             "one-sided p that it is below 0):"]
+    lines += [f"  {arm}: {a['mean']:+.2f} [{a['ci_low']:+.2f}, {a['ci_high']:+.2f}], "
+              f"p {a['p_below_zero']:.3g}" for arm, a in summary["arms"].items()]
+    for arm, against in summary["preferred"].items():
+        for control, t in against.items():
+            lines.append(f"  {arm} vs {control}: {t['diff']:+.2f} [{t['ci_low']:+.2f}, "
+                         f"{t['ci_high']:+.2f}], paired one-sided p {t['p']:.3g}: "
+                         + ("preferred by the objective" if t["preferred"] else
+                            "not shown to be preferred"))
+    return lines
+
+
 def summary_lines(result: dict) -> list[str]:
     """The gate's numbers as short lines of text."""
     g = result["gate"]
@@ -418,6 +490,34 @@ def main(argv):
         raise app.UsageError("expected one artefact directory: python -m perturbations."
                              "readapt DIR [--steps N] [--publish] [--out JSON]")
     directory = pathlib.Path(argv[1])
+    if FLAGS.seeds is not None:
+        if FLAGS.publish:
+            raise app.UsageError("--publish records one re-adaptation; with --seeds write "
+                                 "the runs and their tests with --out")
+        with user_errors(ValueError):
+            seeds = sorted({int(s) for s in FLAGS.seeds})
+            if len(seeds) < 2 or min(seeds) < 0:
+                raise ValueError(f"--seeds: expected at least 2 distinct seeds >= 0, found "
+                                 f"{FLAGS.seeds}")
+            if FLAGS.compare_to is not None:
+                missing = [c for c in FLAGS.compare_to if c not in FLAGS.arms]
+                if missing:
+                    raise ValueError(f"--compare_to: {missing} are not in --arms "
+                                     f"{FLAGS.arms}")
+        runs = {}
+        with user_errors(OSError, ValueError):
+            for seed in seeds:
+                runs[seed] = readaptation(directory, FLAGS.steps, FLAGS.batch_size,
+                                          FLAGS.eval_every, FLAGS.eval_images, seed,
+                                          FLAGS.source, FLAGS.arms)
+                print("\n".join([f"{directory} seed {seed}"] + summary_lines(runs[seed])))
+            summary = across_seeds(runs, FLAGS.compare_to)
+        print("\n".join(across_lines(summary)))
+        if FLAGS.out:
+            write_json(FLAGS.out, {"runs": {str(s): r for s, r in runs.items()},
+                                   "across_seeds": summary})
+            print(f"wrote {FLAGS.out}")
+        return
     with user_errors(OSError, ValueError):     # ArtefactError, ReferenceError: UserErrors
         result = readaptation(directory, FLAGS.steps, FLAGS.batch_size, FLAGS.eval_every,
                               FLAGS.eval_images, FLAGS.seed, FLAGS.source, FLAGS.arms)

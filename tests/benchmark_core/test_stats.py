@@ -27,6 +27,21 @@ def test_welch_matches_scipy(a, b, alternative):
     assert stats.welch_ci(a, b, 0.9) == pytest.approx((low, high))
 
 
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_paired_matches_scipy(alternative):
+    a, b = [1.0, 2.5, 3.0, 4.2], [0.8, 2.6, 2.1, 3.9]
+    ours = stats.paired(a, b, alternative)
+    ref = sp.ttest_rel(a, b, alternative=alternative)
+    assert ours["t"] == pytest.approx(ref.statistic) and ours["p"] == pytest.approx(ref.pvalue)
+    low, high = sp.ttest_rel(a, b).confidence_interval(0.95)
+    assert (ours["ci_low"], ours["ci_high"]) == pytest.approx((low, high))
+    assert ours["diff"] == pytest.approx(np.mean(np.subtract(a, b))) and ours["n"] == 4
+    constant = stats.paired([1.0, 2.0], [0.5, 1.5], "greater")
+    assert constant["p"] == 0.0 and constant["ci_low"] == constant["ci_high"] == 0.5
+    with pytest.raises(ValueError, match="one length"):
+        stats.paired([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
 def test_welch_with_a_null_difference_is_scipy_on_shifted_data():
     ref = sp.ttest_ind(np.subtract(A, 0.1), B, equal_var=False, alternative="greater")
     assert stats.welch(A, B, "greater", null=0.1)["p"] == pytest.approx(ref.pvalue)

@@ -63,3 +63,44 @@ def test_an_artefact_without_its_references_is_refused_in_one_line(tmp_path):
     for bad in ("naive", "original@0.1", "modified@matched", "odd@0.1"):
         with pytest.raises(ValueError, match=f"arm '{bad}': expected"):
             readaptation(out, steps=1, arms=("original", "modified", bad))
+
+
+def test_across_seeds_tests_which_arm_the_objective_prefers():
+    """Issue 28 step 4: per arm, the advantage at the end with its t interval; per arm
+    against the noise control, the paired test (same seed, same batches) that the
+    objective prefers it."""
+    from scipy import stats as sp
+
+    from perturbations.readapt import across_lines, across_seeds
+
+    def run(modified, naive, noisy):
+        return {"gate": {"arm_advantage_end": {"modified": modified, "naive@matched": naive,
+                                               "noisy@matched": noisy}}}
+    runs = {0: run(-1.0, -9.0, -0.5), 1: run(0.8, -7.5, 0.3), 2: run(-0.9, -8.1, -0.6)}
+    summary = across_seeds(runs)
+    assert summary["compare_to"] == ["noisy@matched"] and summary["seeds"] == [0, 1, 2]
+    naive = summary["preferred"]["naive@matched"]["noisy@matched"]
+    assert naive["preferred"] and naive["p"] == pytest.approx(
+        sp.ttest_rel([-9.0, -7.5, -8.1], [-0.5, 0.3, -0.6], alternative="less").pvalue)
+    modified = summary["preferred"]["modified"]["noisy@matched"]
+    assert not modified["preferred"] and modified["diff"] == pytest.approx(-0.1)
+    assert summary["arms"]["naive@matched"]["mean"] == pytest.approx(-8.2)
+    assert summary["arms"]["naive@matched"]["p_below_zero"] < 0.01
+    assert "noisy@matched" not in summary["preferred"]
+    assert any("naive@matched vs noisy@matched" in line and "preferred by the objective"
+               in line for line in across_lines(summary))
+    with pytest.raises(ValueError, match="not arms of this re-adaptation"):
+        across_seeds(runs, ["wave@matched"])
+    with pytest.raises(ValueError, match=">= 2 seeds"):
+        across_seeds({0: runs[0]})
+
+
+def test_seeds_flag_mistakes_are_one_line(tmp_path):
+    from tests.cli import python_m
+
+    for args, expected in ((["--seeds=0"], "at least 2 distinct seeds"),
+                           (["--seeds=0,1", "--publish"], "--publish records one"),
+                           (["--seeds=0,1", "--compare_to=noisy@0.1"], "not in --arms")):
+        result = python_m("perturbations.readapt", str(tmp_path), *args)
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert expected in result.stderr.strip().splitlines()[-1]
