@@ -313,7 +313,12 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
     result = json.loads((out / "audit.json").read_text())
     assert result["verdict"] == "INCONCLUSIVE"          # one seed cannot test a drop
     assert "the method's original arm has" in result["reason"]   # 1 run, or 0 kept
-    assert result["margin"] == pytest.approx(0.5 * result["tests"]["positive_control"]["drop"])
+    reference = result["reference_drops"]["beta_vae"]
+    assert result["relative_margin"] == pytest.approx(
+        0.5 * result["tests"]["positive_control"]["drop"] / reference["original_mean"])
+    own = result["method_drops"]["original_mean"]         # None when no original run is kept
+    assert result["margin"] == (None if own is None else
+                                pytest.approx(result["relative_margin"] * own))
     assert result["arms"] == ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3"]
     assert result["robust_control"].startswith("Robust control held")
     assert result["model_name"] == "sparse_vae" and not result["failed_runs"]
