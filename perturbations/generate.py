@@ -6,7 +6,9 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
    reused), ranked by MIG; entangled = min MIG, disentangled = max MIG (k + k ensembles);
 2. the manipulation game of perturbations/manipulation.py, trained by the suite's training
    loop (checkpoints, resume after any kill, TensorBoard, progress, NaN stop);
-3. the artefact (m(w) weights + metadata.json) in `generation.output_dir`, which
+3. the artefact (m(w) weights + metadata.json, and the references it was made from with
+   their SHA-256 under references/, so the game and its re-adaptation rerun from a clean
+   clone: perturbations/references.py) in `generation.output_dir`, which
    `data.variant = 'modified'; data.artefact = DIR` loads as a dataset variant, one more
    artefact per strength of `generation.eps_sweep`, and `--export` in the official format;
 4. evidence in the artefact directory: figure.png (original, manipulation, modified; paper
@@ -84,6 +86,8 @@ def occupied_outputs(settings: dict) -> list[pathlib.Path]:
 
 #: written into work_dir when a generation has written all its outputs
 FINISHED = "generated.json"
+#: where an artefact publishes the references it was generated from (issue 28 step 1)
+REFERENCES = "references"
 
 
 def finished_record(settings: dict) -> dict:
@@ -569,8 +573,11 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         settings["log_every"], stop_check=manipulation.dead_manipulation_check())
 
     out = pathlib.Path(settings["output_dir"])
+    published = publish_references(out, {"entangled": entangled,
+                                          "disentangled": disentangled}, data)
     describe = lambda r: {"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"],  # noqa: E731
-                          "dims_by_posterior_variance": references.dims_by_variance(r)}
+                          "dims_by_posterior_variance": references.dims_by_variance(r),
+                          **published[r["run_dir"]]}
     metadata = {"dataset": data.name, "source": data.describe().get("source"),
                 "factor_names": list(data.factor_names),
                 "factor_sizes": [int(s) for s in data.factor_sizes],
@@ -610,6 +617,8 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         swept = out.parent / f"{out.name}_eps{eps:g}"
         swept.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / artefact.WEIGHTS, swept / artefact.WEIGHTS)
+        shutil.rmtree(swept / REFERENCES, ignore_errors=True)
+        shutil.copytree(out / REFERENCES, swept / REFERENCES)
         artefact.write_metadata(swept, {**{k: v for k, v in artefact.read_metadata(out).items()
                                            if k not in ("schema_version", "suite_version")},
                                         "eps": eps, "swept_from": str(out)})
@@ -618,6 +627,22 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         export.export_official(modified, export_path)
     write_json(pathlib.Path(settings["work_dir"]) / FINISHED, finished_record(settings))
     return out
+
+
+def publish_references(out: pathlib.Path, chosen: dict, data) -> dict:
+    """Publishes the chosen references inside the artefact (out/references/<side><i>,
+    perturbations/references.py), replacing any from an earlier generation there; returns
+    {run_dir: {'published': path relative to out, 'sha256': {file: digest},
+    'published_from': 'generation'}}."""
+    shutil.rmtree(out / REFERENCES, ignore_errors=True)
+    found = {}
+    for side, runs in chosen.items():
+        for i, reference in enumerate(runs):
+            relative = f"{REFERENCES}/{side}{i}"
+            digests = references.publish(reference, out / relative, data.observation_shape)
+            found[reference["run_dir"]] = {"published": relative, "sha256": digests,
+                                           "published_from": "generation"}
+    return found
 
 
 @cli_main        # ReferenceError, ArtefactError, DirectoryLocked...: one line, exit 2

@@ -19,6 +19,9 @@ arms that differ only in the target (default the first three):
   naive@EPS         paper 002 sec. 4.4's "naive way" (perturbations/naive.py): each image
                     moved towards the entangled references' reconstruction and away from
                     the disentangled ones': the objective's positive control
+  wave_entangled@EPS  the oracle's wave along the entangled reference's own code
+                    direction (its most informative latent's angle in the (posX, posY)
+                    plane, recorded as 'wave_entangled_direction_deg'), not the diagonal
   VARIANT@matched   VARIANT (naive, noisy, wave, ...) at the strength whose energy (mean
                     squared change per image, what the squared-error game sees) equals the
                     artefact's; the eps found is recorded in 'arm_eps'
@@ -64,6 +67,8 @@ FLAGS = flags.FLAGS
 
 #: the default arms of the gate, in the order they run (module docstring)
 ARMS = ("original", "modified", "modified_texture")
+#: arms built from the artefact's reference models (module docstring)
+REFERENCE_ARMS = ("naive", "wave_entangled")
 #: arm changes are measured on every image up to this many, else on a seeded sample
 SAMPLE_ABOVE, SAMPLE = 65536, 4096
 #: where --publish writes (the artefact directory) and the key it merges into evidence.json
@@ -126,24 +131,6 @@ def gate(evaluations: list[int], gaps: dict) -> dict:
     return found
 
 
-def _reference_dirs(metadata: dict, directory) -> dict:
-    """{'entangled': [run dir...], 'disentangled': [...]} recorded in the metadata."""
-    from perturbations.artefact import ArtefactError
-
-    recorded = metadata.get("references")
-    dirs = {}
-    for side in ("entangled", "disentangled"):
-        entries = recorded.get(side) if isinstance(recorded, dict) else None
-        if not (isinstance(entries, list) and entries
-                and all(isinstance(e, dict) and isinstance(e.get("run_dir"), str)
-                        for e in entries)):
-            raise ArtefactError(f"perturbation artefact {directory}: expected metadata "
-                                f"references.{side}, a list of {{'run_dir': ...}}, found "
-                                f"{str(entries)[:80]}")
-        dirs[side] = [e["run_dir"] for e in entries]
-    return dirs
-
-
 def _game_settings(metadata: dict, directory) -> tuple[int, str]:
     """(latent samples, reconstruction) the artefact's game trained with."""
     from perturbations.artefact import ArtefactError
@@ -186,20 +173,22 @@ def check_arm(arm: str) -> None:
             raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
                              f"number EPS or VARIANT@matched, found {strength!r}") from None
     fixed = ("original", "modified", "modified_texture")
-    known = base in fixed or (base in ("naive", *VARIANTS) and strength)
+    known = base in fixed or (base in (*REFERENCE_ARMS, *VARIANTS) and strength)
     if not known or (base == "original" and strength) or (
             base in fixed and strength == "matched"):
         raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
-                         f"'modified_texture', naive@EPS or VARIANT@EPS with VARIANT one of "
+                         f"'modified_texture', naive@EPS, wave_entangled@EPS or VARIANT@EPS "
+                         f"with VARIANT one of "
                          f"{', '.join(v for v in VARIANTS if v != 'original')} (EPS a number "
                          "or 'matched')")
 
 
-def arm_dataset(data, directory, arm: str, pairs=None):
+def arm_dataset(data, directory, arm: str, pairs=None, direction_deg=None):
     """The dataset of one arm: 'original', the artefact's 'modified' / 'modified_texture'
     (at its eps, or '@EPS'), 'naive@EPS' (perturbations/naive.py, from `pairs`: {'entangled':
-    [(encoder, decoder)], 'disentangled': [...]}), or any other variant 'NAME@EPS' of
-    `data`."""
+    [(encoder, decoder)], 'disentangled': [...]}), 'wave_entangled@EPS' (the oracle's wave
+    along `direction_deg`, the entangled reference's code direction:
+    `entangled_code_direction`), or any other variant 'NAME@EPS' of `data`."""
     from benchmark.data import VARIANTS, make_variant
     from perturbations import artefact
     from perturbations.naive import NaiveData
@@ -216,6 +205,8 @@ def arm_dataset(data, directory, arm: str, pairs=None):
         return artefact.load_variant(data, directory, eps, texture=base == "modified_texture")
     if base == "naive" and eps is not None:
         return NaiveData(data, eps, pairs["entangled"], pairs["disentangled"])
+    if base == "wave_entangled" and eps is not None:
+        return make_variant(data, "wave", eps=eps, wave_direction=direction_deg)
     if base not in VARIANTS or base == "original" or eps is None:
         raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
                          f"'modified_texture', naive@EPS or VARIANT@EPS with VARIANT one of "
@@ -223,7 +214,8 @@ def arm_dataset(data, directory, arm: str, pairs=None):
     return make_variant(data, base, eps=eps)
 
 
-def matched_arm(data, directory, arm: str, target_energy: float, pairs=None):
+def matched_arm(data, directory, arm: str, target_energy: float, pairs=None,
+                direction_deg=None):
     """(dataset, eps) of 'VARIANT@matched': the arm at the eps whose energy (mean
     (x' - x)^2) equals `target_energy`, the artefact's (naive.matched_eps)."""
     from perturbations.naive import matched_eps
@@ -234,10 +226,33 @@ def matched_arm(data, directory, arm: str, target_energy: float, pairs=None):
         make = built.at
     else:
         def make(eps):
-            return arm_dataset(data, directory, f"{base}@{eps!r}")
+            return arm_dataset(data, directory, f"{base}@{eps!r}", pairs, direction_deg)
     eps = matched_eps(make, target_energy,
                       num_images=None if data.num_images <= SAMPLE_ABOVE else SAMPLE)
     return make(eps), eps
+
+
+def entangled_code_direction(data, encoder, reference: dict) -> float:
+    """The direction (degrees in [0, 180) of the (posX, posY) plane) of the entangled
+    reference's most informative latent (least posterior variance): the angle of its linear
+    fit on the two positions (benchmark/metrics/alignment.py), on every image of `data` (or
+    the seeded sample `arm_change` uses). The wave along it moves the data's local geometry
+    towards the entangled code (issue 28 step 4 (b)), not towards the fixed diagonal."""
+    from benchmark.data.oracle import ORACLE_FACTORS, _grid_or_sample
+    from benchmark.metrics import codes as codes_lib
+    from benchmark.metrics.alignment import linear_angles
+    from perturbations.references import dims_by_variance
+
+    missing = [n for n in ORACLE_FACTORS if n not in data.factor_names]
+    if missing:
+        raise ValueError(f"readaptation arm wave_entangled: expected a dataset with the "
+                         f"factors {list(ORACLE_FACTORS)}, found {list(data.factor_names)}")
+    factors = _grid_or_sample(data, None if data.num_images <= SAMPLE_ABOVE else SAMPLE, 0)
+    codes = codes_lib.apply_in_batches(lambda x: encoder(x)["mean"],
+                                       data.observations_from_factors(factors), 256)
+    columns = [list(data.factor_names).index(n) for n in ORACLE_FACTORS]
+    angles = linear_angles(factors, np.asarray(codes), columns)["angle_deg"]
+    return float(angles[dims_by_variance(reference)[0]])
 
 
 def arm_change(data, variant) -> dict:
@@ -290,25 +305,37 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
                          f"distinct variants ('modified_texture', 'noisy@0.08', ...), found "
                          f"{arms}")
     data, _, metadata = diagnostics.load_manipulation_artefact(directory, source)
-    dirs = _reference_dirs(metadata, directory)
+    dirs = references.recorded_references(metadata, directory)
+    provenance = {side: [e.get("published_from") for e in metadata["references"][side]]
+                  for side in dirs}
+    if any(p == "retrained_different" for sides in provenance.values() for p in sides):
+        logging.warning("%s: some references are retrained runs that differ from the ones "
+                        "the artefact was made from (published_from "
+                        "'retrained_different'): %s", directory, provenance)
     latent_samples, reconstruction = _game_settings(metadata, directory)
     loss_fn = RECONSTRUCTIONS[reconstruction]
     found_refs = {side: [references.read_reference(r) for r in runs]
                   for side, runs in dirs.items()}
-    pairs = None
-    if any(arm.partition("@")[0] == "naive" for arm in arms):
+    pairs, direction = None, None
+    if any(arm.partition("@")[0] in REFERENCE_ARMS for arm in arms):
         pairs = {side: [references.load_encoder_decoder(r, data.observation_shape)
                         for r in refs] for side, refs in found_refs.items()}
+    if any(arm.partition("@")[0] == "wave_entangled" for arm in arms):
+        direction = entangled_code_direction(data, pairs["entangled"][0][0],
+                                             found_refs["entangled"][0])
+        logging.info("wave_entangled: direction %.1f degrees (the entangled reference's "
+                     "code)", direction)
     targets_of, arm_eps = {}, {}
     for arm in arms:
         if arm.endswith("@matched"):
             continue
-        targets_of[arm] = arm_dataset(data, directory, arm, pairs)
+        targets_of[arm] = arm_dataset(data, directory, arm, pairs, direction)
     target = arm_change(data, targets_of["modified"])["energy_per_image"]
     for arm in arms:
         if arm.endswith("@matched"):
             targets_of[arm], arm_eps[arm] = matched_arm(
-                data, directory, arm, target / float(np.prod(data.observation_shape)), pairs)
+                data, directory, arm, target / float(np.prod(data.observation_shape)), pairs,
+                direction)
             logging.info("%s: eps %.4f (energy %.1f per image, the artefact's)", arm,
                          arm_eps[arm], target)
     targets_of = {arm: targets_of[arm] for arm in arms}
@@ -321,6 +348,8 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
               "seed": int(seed), "latent_samples": latent_samples,
               "reconstruction": reconstruction, "optimizer": "Adam 1e-4 (appendix B.1)",
               "references": dirs, "evaluations": evaluations, "arms": {},
+              "references_published_from": provenance,
+              "wave_entangled_direction_deg": direction,
               "arm_eps": arm_eps,
               "arm_change": {arm: arm_change(data, variant)
                              for arm, variant in targets_of.items() if arm != "original"}}
@@ -385,7 +414,9 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
     (None: those whose variant is 'noisy'). Returns {'seeds', 'compare_to', 'arms': {arm:
     {'advantage_end': [per seed], 'mean', 'ci_low', 'ci_high', 'p_below_zero'}},
     'preferred': {arm: {control: stats.paired record of arm - control, alternative
-    'less', plus 'preferred': p < alpha}}}."""
+    'less', plus 'family', 'p_holm' and 'preferred': p_holm < alpha}}}. Families (Holm
+    within each): 'control' holds the positive control's comparisons (the naive arms),
+    'arms' every other arm's."""
     from benchmark import stats
 
     seeds = sorted(runs)
@@ -410,13 +441,20 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
         out["arms"][arm] = {"advantage_end": found, "mean": test["diff"],
                             "ci_low": test["ci_low"], "ci_high": test["ci_high"],
                             "p_below_zero": test["p"]}
+    tests = []
     for arm in arms:
         if arm in controls:
             continue
         out["preferred"][arm] = {}
+        family = "control" if arm.partition("@")[0] == "naive" else "arms"
         for control in controls:
-            test = stats.paired(values[arm], values[control], "less")
-            out["preferred"][arm][control] = {**test, "preferred": test["p"] < alpha}
+            test = {**stats.paired(values[arm], values[control], "less"), "family": family}
+            out["preferred"][arm][control] = test
+            tests.append(test)
+    for family in ("control", "arms"):
+        members = [t for t in tests if t["family"] == family]
+        for test, adjusted in zip(members, stats.adjust([t["p"] for t in members])):
+            test.update(p_holm=adjusted, preferred=adjusted < alpha)
     return out
 
 
@@ -430,7 +468,8 @@ def across_lines(summary: dict) -> list[str]:
     for arm, against in summary["preferred"].items():
         for control, t in against.items():
             lines.append(f"  {arm} vs {control}: {t['diff']:+.2f} [{t['ci_low']:+.2f}, "
-                         f"{t['ci_high']:+.2f}], paired one-sided p {t['p']:.3g}: "
+                         f"{t['ci_high']:+.2f}], paired one-sided p {t['p']:.3g} "
+                         f"(Holm, family '{t['family']}', {t['p_holm']:.3g}): "
                          + ("preferred by the objective" if t["preferred"] else
                             "not shown to be preferred"))
     return lines

@@ -2,12 +2,28 @@
 several restarts (or reused from finished run directories), ranked by MIG, the least
 disentangled (min MIG) and the most disentangled (max MIG) chosen; ensembles of k + k take
 the k lowest and the k highest (Shapes3D: 4 + 4, appendix B.1).
+
+A reference is *published* beside the artefact made from it (issue 28 step 1), so that the
+game and the re-adaptation rerun from a clean clone, where the runs' checkpoints (never in
+git) are absent:
+
+    ARTEFACT/references/<side><i>/results.json         the run's (read_reference reads it)
+                                  arrays.npz           the run's (posterior variances)
+                                  encoder.weights.h5   the encoder's and decoder's weights
+                                  decoder.weights.h5   (Keras HDF5 arrays, no code)
+                                  published.json       {'sha256': {file: hex digest},
+                                                        'source_run_dir', 'step'}
+
+A published directory is a reference run like any other (`generation.reference_runs` can
+name it); it loads only when every file matches the SHA-256 its published.json records,
+and the artefact's metadata records the same digests, so a swapped directory is refused.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -15,11 +31,18 @@ import gin
 import numpy as np
 
 from benchmark import config
+from benchmark.atomic import atomic_path, write_json
+from benchmark.data.files import file_sha256
 from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.errors import UserError
 from models.configurables import configured_model
-from perturbations.artefact import is_integer, is_number, read_json_object
+from perturbations.artefact import ArtefactError, is_integer, is_number, read_json_object
+
+#: what a published reference directory holds beside PUBLISHED_RECORD
+PUBLISHED_FILES = ("results.json", results_lib.ARRAYS, "encoder.weights.h5",
+                   "decoder.weights.h5")
+PUBLISHED_RECORD = "published.json"
 
 
 class ReferenceError(UserError, RuntimeError):
@@ -138,10 +161,9 @@ def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: b
     return entangled, disentangled
 
 
-def load_encoder_decoder(reference: dict, observation_shape):
-    """(encoder, decoder) of a reference run, rebuilt from its operative gin config and
-    restored from its last checkpoint. Clears the global gin config (call it after every
-    setting of the caller has been read)."""
+def _built_model(reference: dict, observation_shape):
+    """The reference's model, built from its operative gin config (weights untrained).
+    Clears the global gin config."""
     text = check_gin_config(reference["gin_config"], f"reference {reference['run_dir']}")
     gin.clear_config()
     try:
@@ -152,8 +174,140 @@ def load_encoder_decoder(reference: dict, observation_shape):
     if not hasattr(model, "decoder") or not hasattr(model, "encoder"):
         raise ReferenceError(f"reference {reference['run_dir']}: expected an encoder-decoder "
                              f"model, found {reference['method']!r}")
-    train_lib.restore_model(model, reference["run_dir"])
-    return model.encoder, model.decoder
+    return model
+
+
+def is_published(run_dir) -> bool:
+    """Whether `run_dir` is a published reference (it holds PUBLISHED_RECORD)."""
+    return (pathlib.Path(run_dir) / PUBLISHED_RECORD).is_file()
+
+
+def verify_published(directory) -> dict:
+    """{file: sha256} of a published reference directory, after checking that it lists
+    exactly PUBLISHED_FILES and that every file's bytes match; ReferenceError otherwise."""
+    directory = pathlib.Path(directory)
+    record = read_json_object(directory / PUBLISHED_RECORD, ReferenceError)
+    digests = record.get("sha256")
+    if not (isinstance(digests, dict) and sorted(digests) == sorted(PUBLISHED_FILES)
+            and all(isinstance(d, str) and len(d) == 64 for d in digests.values())):
+        raise ReferenceError(f"{directory / PUBLISHED_RECORD}: expected sha256, a hex digest "
+                             f"for each of {list(PUBLISHED_FILES)}, found {str(digests)[:120]}")
+    for name, expected in digests.items():
+        path = directory / name
+        if not path.is_file():
+            raise ReferenceError(f"published reference {directory}: expected {name}, found "
+                                 "none")
+        found = file_sha256(path)
+        if found != expected:
+            raise ReferenceError(f"published reference {directory}: {name} has SHA-256 "
+                                 f"{found[:16]}..., expected {expected[:16]}... (the file "
+                                 "was changed or swapped)")
+    return dict(digests)
+
+
+def load_encoder_decoder(reference: dict, observation_shape):
+    """(encoder, decoder) of a reference, rebuilt from its operative gin config with the
+    weights of its published directory (verified) or else of its run's last checkpoint.
+    Clears the global gin config (call it after every setting of the caller has been
+    read)."""
+    return _restored(reference, observation_shape)[:2]
+
+
+def _restored(reference: dict, observation_shape):
+    """(encoder, decoder, training step of the weights or None) of a reference."""
+    run_dir = pathlib.Path(reference["run_dir"])
+    published = is_published(run_dir)
+    if published:
+        verify_published(run_dir)
+    elif not (run_dir / "checkpoints").is_dir():
+        check_gin_config(reference["gin_config"], f"reference {run_dir}")
+        raise ReferenceError(
+            f"reference {run_dir}: expected the run's checkpoints/ or a published copy "
+            f"({PUBLISHED_RECORD}), found neither (checkpoints are not kept in git; "
+            "`python -m perturbations.publish_references ARTEFACT` retrains and publishes "
+            "an artefact's references)")
+    model = _built_model(reference, observation_shape)
+    if not published:
+        return model.encoder, model.decoder, train_lib.restore_model(model, run_dir)
+    for part in ("encoder", "decoder"):
+        try:
+            getattr(model, part).load_weights(str(run_dir / f"{part}.weights.h5"))
+        except (ValueError, OSError) as error:
+            raise ReferenceError(f"published reference {run_dir}: {part}.weights.h5 does not "
+                                 f"fit the model its results.json configures ({error})"
+                                 ) from None
+    step = read_json_object(run_dir / PUBLISHED_RECORD, ReferenceError).get("step")
+    return model.encoder, model.decoder, step
+
+
+def publish(reference: dict, destination, observation_shape) -> dict:
+    """Writes a reference (a finished run with checkpoints, or a published directory) into
+    `destination` as a published reference: each file under a temporary name, then renamed,
+    PUBLISHED_RECORD last, so a directory without it is unfinished. Returns {file: sha256}.
+    """
+    source, destination = pathlib.Path(reference["run_dir"]), pathlib.Path(destination)
+    if not (source / results_lib.ARRAYS).is_file():
+        raise ReferenceError(f"reference {source}: publishing needs a run written by this "
+                             f"suite's runner (results.json with {results_lib.ARRAYS}), "
+                             f"found no {results_lib.ARRAYS}")
+    encoder, decoder, step = _restored(reference, observation_shape)
+    destination.mkdir(parents=True, exist_ok=True)
+    (destination / PUBLISHED_RECORD).unlink(missing_ok=True)
+    for name in ("results.json", results_lib.ARRAYS):
+        with atomic_path(destination / name) as tmp:
+            shutil.copyfile(source / name, tmp)
+    for name, part in (("encoder.weights.h5", encoder), ("decoder.weights.h5", decoder)):
+        with atomic_path(destination / name, ".weights.h5") as tmp:
+            part.save_weights(str(tmp))
+    digests = {name: file_sha256(destination / name) for name in PUBLISHED_FILES}
+    origin = source if not is_published(source) else read_json_object(
+        source / PUBLISHED_RECORD, ReferenceError).get("source_run_dir")
+    write_json(destination / PUBLISHED_RECORD,
+               {"sha256": digests, "source_run_dir": str(origin), "step": step})
+    return digests
+
+
+def recorded_references(metadata: dict, directory) -> dict:
+    """{'entangled': [run dir...], 'disentangled': [...]} an artefact was generated from, as
+    its metadata records them: the published copy inside the artefact (checked against the
+    digests the metadata records) where there is one, else the run directory."""
+    directory = pathlib.Path(directory)
+    recorded = metadata.get("references")
+    dirs = {}
+    for side in ("entangled", "disentangled"):
+        entries = recorded.get(side) if isinstance(recorded, dict) else None
+        if not (isinstance(entries, list) and entries
+                and all(isinstance(e, dict) and isinstance(e.get("run_dir"), str)
+                        for e in entries)):
+            raise ArtefactError(f"perturbation artefact {directory}: expected metadata "
+                                f"references.{side}, a list of {{'run_dir': ...}}, found "
+                                f"{str(entries)[:80]}")
+        dirs[side] = [published_copy(e, directory) or e["run_dir"] for e in entries]
+    return dirs
+
+
+def published_copy(entry: dict, directory) -> str | None:
+    """The published copy a metadata reference entry names ('published': a path inside the
+    artefact `directory`, 'sha256': its digests), verified; None when it names none."""
+    if "published" not in entry:
+        return None
+    directory = pathlib.Path(directory)
+    relative = entry["published"]
+    path = directory / relative if isinstance(relative, str) else None
+    if path is None or pathlib.PurePath(relative).is_absolute() or ".." in pathlib.PurePath(
+            relative).parts:
+        raise ArtefactError(f"perturbation artefact {directory}: expected references' "
+                            f"'published' to be a path inside the artefact, found "
+                            f"{str(relative)[:80]}")
+    if not is_published(path):
+        raise ReferenceError(f"perturbation artefact {directory}: its metadata names the "
+                             f"published reference {relative}, found no {PUBLISHED_RECORD} "
+                             "there")
+    if verify_published(path) != entry.get("sha256"):
+        raise ReferenceError(f"perturbation artefact {directory}: the published reference "
+                             f"{relative} does not hold the files the metadata records "
+                             "(SHA-256 differs)")
+    return str(path)
 
 
 def dims_by_variance(reference: dict) -> list[int]:

@@ -11,7 +11,8 @@ COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
             "benchmark.curves", "benchmark.metrics.alignment", "benchmark.pipeline",
             "perturbations.generate", "perturbations.noise",
-            "perturbations.inspect", "perturbations.readapt"]
+            "perturbations.inspect", "perturbations.readapt",
+            "perturbations.publish_references"]
 
 
 def test_command_modules_import_together_and_define_flags_on_demand():

@@ -26,6 +26,7 @@ TINY_RUN_TESTS = {
     "perturbations.noise": "tests/test_faults.py",
     "perturbations.inspect": "tests/perturbations/test_diagnostics.py",
     "perturbations.readapt": "tests/perturbations/test_generate.py",
+    "perturbations.publish_references": "tests/perturbations/test_generate.py",
 }
 
 

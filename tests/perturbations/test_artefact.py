@@ -199,7 +199,9 @@ def test_texture_control_adds_the_mean_of_m_to_every_image(tmp_path):
     assert m.std(axis=0).mean() > 1e-4            # the untrained m still varies with w
     fixed = texture.delta(grid[[0, 500, 1023]])
     np.testing.assert_array_equal(fixed[0], fixed[2])
-    np.testing.assert_allclose(fixed[1], m.mean(axis=0), atol=1e-6)
+    # float32 means over 1,024 images, summed in another order (TF's CPU reductions split
+    # by thread): equal to ~1e-6, which failed once under load at atol 1e-6
+    np.testing.assert_allclose(fixed[1], m.mean(axis=0), atol=1e-5)
     images = texture.observations_from_factors(grid[:2])
     expected = np.asarray(manipulation.reflect(ellipse.observations_from_factors(grid[:2])
                                                + 0.3 * fixed[:2]))

@@ -2,6 +2,7 @@ import functools
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -167,6 +168,17 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
         data = load_data("dsprites", variant, "procedural", artefact=str(art),
                          fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
         assert data.describe()["variant"] == variant
+    # The references it was made from are published inside it (issue 28 step 1): the
+    # re-adaptation below runs with the reference runs moved away, as in a clean clone.
+    for side in ("entangled", "disentangled"):
+        entry = metadata["references"][side][0]
+        assert entry["published"] == f"references/{side}0"
+        published = json.loads((art / entry["published"] / "published.json").read_text())
+        assert published["sha256"] == entry["sha256"] and published["step"] == 4
+        assert sorted(entry["sha256"]) == sorted(
+            ["results.json", "arrays.npz", "encoder.weights.h5", "decoder.weights.h5"])
+    runs = tmp_path / "work" / "references"
+    runs.rename(tmp_path / "moved_away")
     # The re-adaptation gate runs on it and publishes beside the diagnostics.
     readapted = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=3",
@@ -186,17 +198,55 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
     matched = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=2",
          "--eval_every=2", "--eval_images=8", "--batch_size=4",
-         "--arms=original,modified,naive@matched,noisy@matched,wave@matched",
+         "--arms=original,modified,naive@matched,noisy@matched,wave@matched,"
+         "wave_entangled@matched",
          f"--out={tmp_path / 'matched.json'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert matched.returncode == 0, matched.stderr[-3000:]
     found = json.loads((tmp_path / "matched.json").read_text())
     energy = found["arm_change"]["modified"]["energy_per_image"]
-    assert set(found["arm_eps"]) == {"naive@matched", "noisy@matched", "wave@matched"}
+    assert set(found["arm_eps"]) == {"naive@matched", "noisy@matched", "wave@matched",
+                                     "wave_entangled@matched"}
+    assert 0.0 <= found["wave_entangled_direction_deg"] < 180.0
+    assert found["references_published_from"] == {"entangled": ["generation"],
+                                                  "disentangled": ["generation"]}
     for arm in found["arm_eps"]:
         assert found["arm_change"][arm]["energy_per_image"] == pytest.approx(energy, rel=1e-2)
         assert 0 < found["arm_change"][arm]["linf"] <= 1.0
+    (tmp_path / "moved_away").rename(runs)
+    # An artefact made before artefacts carried references: the command retrains each
+    # reference from its recorded config and seed and publishes it only if it repeats the
+    # recorded run (the same MIG).
+    bare = json.loads((art / "metadata.json").read_text())
+    for side in ("entangled", "disentangled"):
+        for key in ("published", "sha256"):
+            del bare["references"][side][0][key]
+    (art / "metadata.json").write_text(json.dumps(bare))
+    shutil.rmtree(art / "references")
+    for seed in (0, 1):
+        shutil.rmtree(runs / f"seed{seed}" / "checkpoints")
+    republished = subprocess.run(
+        [sys.executable, "-m", "perturbations.publish_references", str(art),
+         f"--work_dir={tmp_path / 'republish'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert republished.returncode == 0, republished.stderr[-3000:]
+    assert republished.stdout.count("(retrained, MIG recorded") == 2
+    entry = json.loads((art / "metadata.json").read_text())["references"]["entangled"][0]
+    assert entry["published_from"] == "retrained" and entry["retrained_mig"] == entry["mig"]
+    assert (art / "references" / "entangled0" / "published.json").is_file()
+    # a published file that was changed is refused before anything loads it
+    weights = art / "references" / "entangled0" / "decoder.weights.h5"
+    flipped = bytearray(weights.read_bytes())
+    flipped[-1] ^= 0xFF
+    weights.write_bytes(bytes(flipped))
+    tampered = subprocess.run(
+        [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert tampered.returncode == 2
+    assert "decoder.weights.h5 has SHA-256" in tampered.stderr.strip().splitlines()[-1]
     refs = [str(tmp_path / "work" / "references" / f"seed{s}") for s in (0, 1)]
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",

@@ -56,11 +56,12 @@ def test_an_artefact_without_its_references_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="expected 'original', 'modified'"):
         readaptation(out, steps=1, arms=("modified",))
     with pytest.raises(ValueError, match="arm 'noisy': expected 'original', 'modified', "
-                                         "'modified_texture', naive@EPS or VARIANT@EPS"):
+                                         "'modified_texture', naive@EPS, wave_entangled@EPS "
+                                         "or VARIANT@EPS"):
         readaptation(out, steps=1, arms=("original", "modified", "noisy"))
     with pytest.raises(ValueError, match="expected VARIANT, VARIANT@EPS with a number"):
         readaptation(out, steps=1, arms=("original", "modified", "noisy@x"))
-    for bad in ("naive", "original@0.1", "modified@matched", "odd@0.1"):
+    for bad in ("naive", "wave_entangled", "original@0.1", "modified@matched", "odd@0.1"):
         with pytest.raises(ValueError, match=f"arm '{bad}': expected"):
             readaptation(out, steps=1, arms=("original", "modified", bad))
 
@@ -89,6 +90,19 @@ def test_across_seeds_tests_which_arm_the_objective_prefers():
     assert "noisy@matched" not in summary["preferred"]
     assert any("naive@matched vs noisy@matched" in line and "preferred by the objective"
                in line for line in across_lines(summary))
+    # Holm within each family: the positive control alone in 'control', the others in 'arms'
+    assert (naive["family"], naive["p_holm"]) == ("control", naive["p"])
+    waved = {s: {"gate": {"arm_advantage_end": {**r["gate"]["arm_advantage_end"],
+                                                "wave@matched": w}}}
+             for (s, r), w in zip(runs.items(), (-3.0, -2.0, -2.5))}
+    two = across_seeds(waved)["preferred"]
+    p_wave, p_modified = two["wave@matched"]["noisy@matched"]["p"], two["modified"][
+        "noisy@matched"]["p"]
+    assert two["wave@matched"]["noisy@matched"]["p_holm"] == pytest.approx(
+        min(1.0, 2 * p_wave)) and p_wave < p_modified
+    assert two["modified"]["noisy@matched"]["p_holm"] == pytest.approx(
+        max(min(1.0, 2 * p_wave), p_modified))
+    assert two["naive@matched"]["noisy@matched"]["p_holm"] == pytest.approx(naive["p"])
     with pytest.raises(ValueError, match="not arms of this re-adaptation"):
         across_seeds(runs, ["wave@matched"])
     with pytest.raises(ValueError, match=">= 2 seeds"):

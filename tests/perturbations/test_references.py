@@ -1,6 +1,8 @@
-"""Reference runs are data: their gin config may not import or include (issue 19, item 8)."""
+"""Reference runs are data: their gin config may not import or include (issue 19, item 8);
+published references load only with the bytes they record (issue 28 step 1)."""
 
 import json
+import pathlib
 import sys
 
 import pytest
@@ -103,3 +105,92 @@ def test_references_are_the_extremes_of_the_pool_under_the_registered_rules(tmp_
     with pytest.raises(references.ReferenceError, match="health/overpruned"):
         references.choose([*pool, {"run_dir": "x", "mig": 0.2, "overpruned": None}],
                           exclude_overpruned=True)
+
+
+def _published_dir(tmp_path):
+    """A published reference's files (bytes only: verification never loads them)."""
+    from benchmark.data.files import file_sha256
+
+    directory = tmp_path / "artefact" / "references" / "entangled0"
+    directory.mkdir(parents=True)
+    for name in references.PUBLISHED_FILES:
+        (directory / name).write_bytes(name.encode() * 10)
+    digests = {name: file_sha256(directory / name) for name in references.PUBLISHED_FILES}
+    (directory / references.PUBLISHED_RECORD).write_text(json.dumps({"sha256": digests}))
+    return directory, digests
+
+
+def test_a_published_reference_loads_only_with_the_bytes_it_records(tmp_path):
+    directory, digests = _published_dir(tmp_path)
+    assert references.verify_published(directory) == digests
+    artefact_dir = directory.parents[1]
+    entry = {"run_dir": "runs/gone", "published": "references/entangled0", "sha256": digests}
+    assert references.published_copy(entry, artefact_dir) == str(directory)
+    assert references.published_copy({"run_dir": "runs/gone"}, artefact_dir) is None
+    other = {**digests, "results.json": "0" * 64}
+    with pytest.raises(references.ReferenceError, match="does not hold the files the "
+                                                        "metadata records"):
+        references.published_copy({**entry, "sha256": other}, artefact_dir)
+    for relative in ("../elsewhere", "/etc", 3):
+        with pytest.raises(references.ArtefactError, match="a path inside the artefact"):
+            references.published_copy({**entry, "published": relative}, artefact_dir)
+    with pytest.raises(references.ReferenceError, match=r"no published.json there"):
+        references.published_copy({**entry, "published": "references/x"}, artefact_dir)
+    (directory / "arrays.npz").write_bytes(b"changed")
+    with pytest.raises(references.ReferenceError, match="arrays.npz has SHA-256 .* changed "
+                                                        "or swapped"):
+        references.verify_published(directory)
+    (directory / "arrays.npz").unlink()
+    with pytest.raises(references.ReferenceError, match="expected arrays.npz, found none"):
+        references.verify_published(directory)
+    (directory / references.PUBLISHED_RECORD).write_text(json.dumps(
+        {"sha256": {"results.json": digests["results.json"]}}))
+    with pytest.raises(references.ReferenceError, match="a hex digest for each of"):
+        references.verify_published(directory)
+
+
+def test_a_reference_without_checkpoints_or_a_published_copy_says_how_to_get_one(tmp_path):
+    run_dir = _reference_dir(tmp_path, GOOD_CONFIG)
+    reference = {"run_dir": str(run_dir), "method": "beta_vae", "gin_config": GOOD_CONFIG}
+    with pytest.raises(references.ReferenceError,
+                       match="checkpoints/ or a published copy.*publish_references"):
+        references.load_encoder_decoder(reference, (64, 64, 1))
+
+
+def test_a_retrained_reference_that_does_not_repeat_its_run_is_refused(tmp_path,
+                                                                       monkeypatch):
+    """perturbations.publish_references: a reference without checkpoints is retrained from
+    its recorded config and seed, and published only if it repeats the recorded MIG."""
+    from perturbations import publish_references
+
+    recorded = _reference_dir(tmp_path, GOOD_CONFIG, "recorded")
+    trained = []
+    retrained_mig = {"value": 0.1}
+
+    def fake_train(gin_files, bindings, seed, run_dir):
+        trained.append((pathlib.Path(gin_files[0]).read_text(), seed, pathlib.Path(run_dir)))
+        run_dir = pathlib.Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        results = json.loads((recorded / "results.json").read_text())
+        results["metrics"]["mig"]["mig"] = retrained_mig["value"]
+        (run_dir / "results.json").write_text(json.dumps(results))
+        return run_dir
+
+    monkeypatch.setattr(references, "train_reference", fake_train)
+    entry = {"run_dir": str(recorded), "mig": 0.1}
+    reference, provenance = publish_references.source_of(
+        entry, "entangled0", tmp_path / "work", 1e-6, False)
+    assert trained == [(GOOD_CONFIG, 0, tmp_path / "work" / "entangled0")]
+    assert provenance == {"published_from": "retrained", "retrained_mig": 0.1}
+    assert reference["run_dir"] == str(tmp_path / "work" / "entangled0")
+    retrained_mig["value"] = 0.15
+    with pytest.raises(references.ReferenceError, match=r"MIG 0.150000, the recorded run "
+                                                        r"0.100000.*--accept_different"):
+        publish_references.source_of(entry, "entangled0", tmp_path / "work2", 1e-6, False)
+    _, provenance = publish_references.source_of(entry, "entangled0", tmp_path / "work3",
+                                                 1e-6, True)
+    assert provenance == {"published_from": "retrained_different", "retrained_mig": 0.15}
+    with pytest.raises(references.ReferenceError, match="checkpoints/ or at least its "
+                                                        "results.json"):
+        publish_references.source_of({"run_dir": str(tmp_path / "gone")}, "entangled0",
+                                     tmp_path / "work4", 1e-6, False)
