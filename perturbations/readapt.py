@@ -22,9 +22,12 @@ arms that differ only in the target (default the first three):
   wave_entangled@EPS  the oracle's wave along the entangled reference's own code
                     direction (its most informative latent's angle in the (posX, posY)
                     plane, recorded as 'wave_entangled_direction_deg'), not the diagonal
-  VARIANT@matched   VARIANT (naive, noisy, wave, ...) at the strength whose energy (mean
-                    squared change per image, what the squared-error game sees) equals the
-                    artefact's; the eps found is recorded in 'arm_eps'
+  VARIANT@matched   VARIANT (naive, noisy, wave, modified, ...) at the strength whose
+                    energy (mean squared change per image, what the squared-error game
+                    sees) equals the artefact's, or that of the arm --match_to names (the
+                    naive move may not reach a saturated m's energy: --match_to=naive@1
+                    matches every arm, m included, to the strongest naive move); the eps
+                    found is recorded in 'arm_eps'
 Every arm's energy per image, mean |x' - x| and L-infinity change are recorded
 ('arm_change').
 Every `eval_every` updates both sides' losses are measured on one held-out sample (the
@@ -94,6 +97,9 @@ def define_flags() -> None:
                       "others (modified_texture, VARIANT@EPS such as noisy@0.0788).")
     flags.DEFINE_list("seeds", None, "Run once per seed and add the across-seed tests "
                       "(module docstring); replaces --seed.")
+    flags.DEFINE_string("match_to", "modified", "The arm whose energy per image the "
+                        "'@matched' arms take (default the artefact; e.g. 'naive@1' when m's "
+                        "energy is more than the naive move can reach).")
     flags.DEFINE_list("compare_to", None, "With --seeds: the control arms every other arm "
                       "is tested against (default: the arms of noise, noisy@...).")
     flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here.")
@@ -174,8 +180,7 @@ def check_arm(arm: str) -> None:
                              f"number EPS or VARIANT@matched, found {strength!r}") from None
     fixed = ("original", "modified", "modified_texture")
     known = base in fixed or (base in (*REFERENCE_ARMS, *VARIANTS) and strength)
-    if not known or (base == "original" and strength) or (
-            base in fixed and strength == "matched"):
+    if not known or (base == "original" and strength):
         raise ValueError(f"readaptation arm {arm!r}: expected 'original', 'modified', "
                          f"'modified_texture', naive@EPS, wave_entangled@EPS or VARIANT@EPS "
                          f"with VARIANT one of "
@@ -220,10 +225,16 @@ def matched_arm(data, directory, arm: str, target_energy: float, pairs=None,
     (x' - x)^2) equals `target_energy`, the artefact's (naive.matched_eps)."""
     from perturbations.naive import matched_eps
 
+    from perturbations import artefact
+
     base = arm.partition("@")[0]
     if base == "naive":
         built = arm_dataset(data, directory, "naive@1", pairs)
         make = built.at
+    elif base in ("modified", "modified_texture"):
+        def make(eps):
+            return artefact.load_variant(data, directory, eps,
+                                         texture=base == "modified_texture")
     else:
         def make(eps):
             return arm_dataset(data, directory, f"{base}@{eps!r}", pairs, direction_deg)
@@ -278,8 +289,10 @@ def arm_change(data, variant) -> dict:
 
 def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,
                  eval_images: int = 1024, seed: int = 0, source: str | None = None,
-                 arms=ARMS) -> dict:
+                 arms=ARMS, match_to: str = "modified") -> dict:
     """Runs the re-adaptation of the artefact in `directory` (module docstring).
+    match_to: the arm whose energy the '@matched' arms take (one of `arms`, not itself
+    '@matched'; default the artefact).
 
     Returns {'artefact', settings..., 'references', 'evaluations': [update counts],
     'arms': {arm: {'entangled', 'disentangled', 'gap': lists over evaluations,
@@ -300,6 +313,10 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     arms = list(arms)
     for arm in arms:
         check_arm(arm)
+    if match_to not in arms or match_to.endswith("@matched"):
+        raise ValueError(f"readaptation match_to: expected one of the arms that is not "
+                         f"itself '@matched' ({[a for a in arms if not a.endswith('@matched')]})"
+                         f", found {match_to!r}")
     if not {"original", "modified"} <= set(arms) or len(set(arms)) != len(arms):
         raise ValueError(f"readaptation arms: expected 'original', 'modified' and other "
                          f"distinct variants ('modified_texture', 'noisy@0.08', ...), found "
@@ -330,14 +347,14 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
         if arm.endswith("@matched"):
             continue
         targets_of[arm] = arm_dataset(data, directory, arm, pairs, direction)
-    target = arm_change(data, targets_of["modified"])["energy_per_image"]
+    target = arm_change(data, targets_of[match_to])["energy_per_image"]
     for arm in arms:
         if arm.endswith("@matched"):
             targets_of[arm], arm_eps[arm] = matched_arm(
                 data, directory, arm, target / float(np.prod(data.observation_shape)), pairs,
                 direction)
-            logging.info("%s: eps %.4f (energy %.1f per image, the artefact's)", arm,
-                         arm_eps[arm], target)
+            logging.info("%s: eps %.4f (energy %.1f per image, %s's)", arm, arm_eps[arm],
+                         target, match_to)
     targets_of = {arm: targets_of[arm] for arm in arms}
 
     held_out = data.sample_factors(int(eval_images), np.random.default_rng([seed, 1]))
@@ -349,7 +366,7 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
               "reconstruction": reconstruction, "optimizer": "Adam 1e-4 (appendix B.1)",
               "references": dirs, "evaluations": evaluations, "arms": {},
               "references_published_from": provenance,
-              "wave_entangled_direction_deg": direction,
+              "wave_entangled_direction_deg": direction, "match_to": match_to,
               "arm_eps": arm_eps,
               "arm_change": {arm: arm_change(data, variant)
                              for arm, variant in targets_of.items() if arm != "original"}}
@@ -548,7 +565,7 @@ def main(argv):
             for seed in seeds:
                 runs[seed] = readaptation(directory, FLAGS.steps, FLAGS.batch_size,
                                           FLAGS.eval_every, FLAGS.eval_images, seed,
-                                          FLAGS.source, FLAGS.arms)
+                                          FLAGS.source, FLAGS.arms, FLAGS.match_to)
                 print("\n".join([f"{directory} seed {seed}"] + summary_lines(runs[seed])))
             summary = across_seeds(runs, FLAGS.compare_to)
         print("\n".join(across_lines(summary)))
@@ -559,7 +576,8 @@ def main(argv):
         return
     with user_errors(OSError, ValueError):     # ArtefactError, ReferenceError: UserErrors
         result = readaptation(directory, FLAGS.steps, FLAGS.batch_size, FLAGS.eval_every,
-                              FLAGS.eval_images, FLAGS.seed, FLAGS.source, FLAGS.arms)
+                              FLAGS.eval_images, FLAGS.seed, FLAGS.source, FLAGS.arms,
+                              FLAGS.match_to)
     print("\n".join([str(directory)] + summary_lines(result)))
     if FLAGS.out:
         write_json(FLAGS.out, result)

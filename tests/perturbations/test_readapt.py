@@ -61,7 +61,12 @@ def test_an_artefact_without_its_references_is_refused_in_one_line(tmp_path):
         readaptation(out, steps=1, arms=("original", "modified", "noisy"))
     with pytest.raises(ValueError, match="expected VARIANT, VARIANT@EPS with a number"):
         readaptation(out, steps=1, arms=("original", "modified", "noisy@x"))
-    for bad in ("naive", "wave_entangled", "original@0.1", "modified@matched", "odd@0.1"):
+    for match_to in ("noisy@matched", "wave@0.1"):
+        with pytest.raises(ValueError, match="match_to: expected one of the arms that is not "
+                                             "itself '@matched'"):
+            readaptation(out, steps=1, arms=("original", "modified", "noisy@matched"),
+                         match_to=match_to)
+    for bad in ("naive", "wave_entangled", "original@0.1", "original@matched", "odd@0.1"):
         with pytest.raises(ValueError, match=f"arm '{bad}': expected"):
             readaptation(out, steps=1, arms=("original", "modified", bad))
 
