@@ -198,16 +198,17 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
     matched = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=2",
          "--eval_every=2", "--eval_images=8", "--batch_size=4",
-         "--arms=original,modified,naive@0.1,modified@matched,noisy@matched,wave@matched,"
-         "wave_entangled@matched", "--match_to=naive@0.1",
+         "--arms=original,modified,modified@0.05,naive@matched,modified@matched,"
+         "noisy@matched,wave@matched,wave_entangled@matched", "--match_to=modified@0.05",
          f"--out={tmp_path / 'matched.json'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert matched.returncode == 0, matched.stderr[-3000:]
     found = json.loads((tmp_path / "matched.json").read_text())
-    energy = found["arm_change"]["naive@0.1"]["energy_per_image"]      # --match_to
-    assert set(found["arm_eps"]) == {"modified@matched", "noisy@matched", "wave@matched",
-                                     "wave_entangled@matched"}
+    energy = found["arm_change"]["modified@0.05"]["energy_per_image"]      # --match_to
+    assert set(found["arm_eps"]) == {"naive@matched", "modified@matched", "noisy@matched",
+                                     "wave@matched", "wave_entangled@matched"}
+    assert found["arm_eps"]["modified@matched"] == pytest.approx(0.05, rel=1e-2)
     assert 0.0 <= found["wave_entangled_direction_deg"] < 180.0
     assert found["references_published_from"] == {"entangled": ["generation"],
                                                   "disentangled": ["generation"]}
