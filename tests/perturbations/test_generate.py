@@ -67,6 +67,11 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert (swept_evidence["diagnostics"]["change"]["modified_mean_abs_change"]
             > diagnostics["change"]["modified_mean_abs_change"])
     assert (tmp_path / "art_eps0.3" / "figure.png").read_bytes()[:4] == b"\x89PNG"
+    # each swept artefact carries the references too, as its metadata records them
+    swept_refs = json.loads((tmp_path / "art_eps0.3" / "metadata.json").read_text())
+    assert swept_refs["references"]["entangled"][0]["sha256"] == ent["sha256"]
+    assert (tmp_path / "art_eps0.3" / "references" / "entangled0" / "published.json"
+            ).is_file()
     modified = load_data("dsprites", "modified", "procedural", artefact=str(art))
     original = load_data("dsprites", "original", "procedural")
     factors = original.sample_factors(8, np.random.default_rng(0))
