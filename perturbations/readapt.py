@@ -102,7 +102,9 @@ def define_flags() -> None:
                         "energy is more than the naive move can reach).")
     flags.DEFINE_list("compare_to", None, "With --seeds: the control arms every other arm "
                       "is tested against (default: the arms of noise, noisy@...).")
-    flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here.")
+    flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here. "
+                        "With --seeds each finished seed is kept in OUT.partial.json, "
+                        "so an interrupted run resumes where it stopped.")
     flags.DEFINE_boolean("publish", False, f"Merge the result into DIR/evidence.json "
                          f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
 
@@ -540,6 +542,31 @@ def publish(directory, result: dict) -> None:
     save_figure(result, pathlib.Path(directory) / FIGURE)
 
 
+def finished_seeds(partial, settings: dict) -> dict:
+    """The per-seed runs an interrupted `--seeds ... --out OUT` left in `partial`
+    (OUT.partial.json, rewritten after every seed): {seed: run}, {} when there is none.
+    ValueError (one line) when it was written with other settings, so that runs made
+    with different flags are never pooled."""
+    if partial is None or not partial.exists():
+        return {}
+    import json
+    try:
+        stored = json.loads(partial.read_text())
+        found, runs = stored["settings"], stored["runs"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{partial}: expected the per-seed runs of an interrupted "
+                         f"--seeds run, found an unreadable file ({error}); delete it to "
+                         f"start again") from None
+    if found != settings:
+        changed = sorted(k for k in set(found) | set(settings)
+                         if found.get(k) != settings.get(k))
+        raise ValueError(f"{partial} holds runs made with other settings ({changed}: "
+                         f"{[found.get(k) for k in changed]} there, "
+                         f"{[settings.get(k) for k in changed]} now); rerun with those "
+                         f"flags or delete it to start again")
+    return {int(seed): run for seed, run in runs.items()}
+
+
 @cli_main
 def main(argv):
     if len(argv) != 2:
@@ -560,18 +587,31 @@ def main(argv):
                 if missing:
                     raise ValueError(f"--compare_to: {missing} are not in --arms "
                                      f"{FLAGS.arms}")
-        runs = {}
+        settings = {"artefact": str(directory), "steps": FLAGS.steps,
+                    "batch_size": FLAGS.batch_size, "eval_every": FLAGS.eval_every,
+                    "eval_images": FLAGS.eval_images, "source": FLAGS.source,
+                    "arms": list(FLAGS.arms), "match_to": FLAGS.match_to}
+        partial = pathlib.Path(f"{FLAGS.out}.partial.json") if FLAGS.out else None
         with user_errors(OSError, ValueError):
+            runs = finished_seeds(partial, settings)
             for seed in seeds:
+                if seed in runs:
+                    print(f"{directory} seed {seed}: reused from {partial}")
+                    continue
                 runs[seed] = readaptation(directory, FLAGS.steps, FLAGS.batch_size,
                                           FLAGS.eval_every, FLAGS.eval_images, seed,
                                           FLAGS.source, FLAGS.arms, FLAGS.match_to)
                 print("\n".join([f"{directory} seed {seed}"] + summary_lines(runs[seed])))
+                if partial is not None:
+                    write_json(partial, {"settings": settings,
+                                         "runs": {str(s): r for s, r in runs.items()}})
+            runs = {seed: runs[seed] for seed in seeds}
             summary = across_seeds(runs, FLAGS.compare_to)
         print("\n".join(across_lines(summary)))
         if FLAGS.out:
             write_json(FLAGS.out, {"runs": {str(s): r for s, r in runs.items()},
                                    "across_seeds": summary})
+            partial.unlink(missing_ok=True)
             print(f"wrote {FLAGS.out}")
         return
     with user_errors(OSError, ValueError):     # ArtefactError, ReferenceError: UserErrors

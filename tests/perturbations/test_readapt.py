@@ -123,3 +123,41 @@ def test_seeds_flag_mistakes_are_one_line(tmp_path):
         result = python_m("perturbations.readapt", str(tmp_path), *args)
         assert result.returncode == 2, result.stderr[-2000:]
         assert expected in result.stderr.strip().splitlines()[-1]
+
+
+def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
+    """--seeds with --out keeps each finished seed in OUT.partial.json: a rerun with the
+    same flags reuses them (here every seed, so nothing loads or trains), and one with other
+    flags is refused in one line rather than pooled."""
+    import json
+
+    from tests.cli import python_m
+
+    def run(modified, noisy):
+        return {"gate": {"arm_advantage_end": {"modified": modified,
+                                               "noisy@matched": noisy}}}
+    out = tmp_path / "seeds.json"
+    arms = "--arms=original,modified,noisy@matched"
+    settings = {"artefact": str(tmp_path / "art"), "steps": 5, "batch_size": 64,
+                "eval_every": 100, "eval_images": 1024, "source": None,
+                "arms": ["original", "modified", "noisy@matched"], "match_to": "modified"}
+    partial = tmp_path / "seeds.json.partial.json"
+    partial.write_text(json.dumps({"settings": settings, "runs": {
+        "0": run(-1.0, -0.5), "1": run(-0.8, 0.3), "2": run(-0.9, -0.6), "7": run(9, 9)}}))
+    result = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
+                      "--seeds=0,1,2", f"--out={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("reused from") == 3
+    written = json.loads(out.read_text())
+    assert sorted(written["runs"]) == ["0", "1", "2"] and written["across_seeds"]["seeds"] == [
+        0, 1, 2]
+    assert not partial.exists()
+    partial.write_text(json.dumps({"settings": settings, "runs": {"0": run(-1.0, -0.5)}}))
+    refused = python_m("perturbations.readapt", tmp_path / "art", "--steps=6", arms,
+                       "--seeds=0,1", f"--out={out}")
+    assert refused.returncode == 2
+    assert "other settings (['steps']: [5] there, [6] now)" in refused.stderr.splitlines()[-1]
+    partial.write_text("{not json")
+    broken = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
+                      "--seeds=0,1", f"--out={out}")
+    assert broken.returncode == 2 and "unreadable file" in broken.stderr.splitlines()[-1]
