@@ -37,11 +37,26 @@ def _generate(tmp_path, *extra, overwrite=False, flags=()):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
+#: the reduction the tiny artefact is generated on (the ellipse's posX x posY)
+FIXED = {"shape": 1, "scale": 5, "orientation": 0}
+
+
 @pytest.mark.slow
-def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
-    result = _generate(tmp_path)
+def test_tiny_generation_end_to_end(tmp_path):
+    """One tiny generation on the reduced dataset with an eps sweep (BASE/work: references
+    and game; BASE/art, BASE/art_eps0.3), then the checks below in this order: the first
+    resumes its game, the second strips its records. One generation serves both because
+    it is the slowest step of the slow tests."""
+    generated = tmp_path / "generated"
+    result = _generate(generated, f"generation.fixed_factors = {FIXED!r}")
     assert result.returncode == 0, result.stderr[-3000:]
-    art = tmp_path / "art"
+    _tiny_generation_makes_a_loadable_modified_variant(generated, tmp_path / "variant")
+    _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path / "references")
+
+
+def _tiny_generation_makes_a_loadable_modified_variant(generated, tmp_path):
+    tmp_path.mkdir()
+    art = generated / "art"
     metadata = json.loads((art / "metadata.json").read_text())
     assert metadata["kind"] == "manipulation" and metadata["eps"] == 0.1
     ent = metadata["references"]["entangled"][0]
@@ -62,23 +77,25 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert diagnostics["eps"] == 0.1 and diagnostics["dataset"] == "dsprites"
     assert set(diagnostics["factor_sensitivity"]["absolute"]) == set(metadata["factor_names"])
     assert evidence["below_minimum_effect"] == diagnostics["minimum_effect"]["below_minimum"]
-    swept_evidence = json.loads((tmp_path / "art_eps0.3" / "evidence.json").read_text())
+    swept_evidence = json.loads((generated / "art_eps0.3" / "evidence.json").read_text())
     assert swept_evidence["diagnostics"]["eps"] == 0.3
     assert (swept_evidence["diagnostics"]["change"]["modified_mean_abs_change"]
             > diagnostics["change"]["modified_mean_abs_change"])
-    assert (tmp_path / "art_eps0.3" / "figure.png").read_bytes()[:4] == b"\x89PNG"
+    assert (generated / "art_eps0.3" / "figure.png").read_bytes()[:4] == b"\x89PNG"
     # each swept artefact carries the references too, as its metadata records them
-    swept_refs = json.loads((tmp_path / "art_eps0.3" / "metadata.json").read_text())
+    swept_refs = json.loads((generated / "art_eps0.3" / "metadata.json").read_text())
     assert swept_refs["references"]["entangled"][0]["sha256"] == ent["sha256"]
-    assert (tmp_path / "art_eps0.3" / "references" / "entangled0" / "published.json"
+    assert (generated / "art_eps0.3" / "references" / "entangled0" / "published.json"
             ).is_file()
-    modified = load_data("dsprites", "modified", "procedural", artefact=str(art))
-    original = load_data("dsprites", "original", "procedural")
+    modified = load_data("dsprites", "modified", "procedural", artefact=str(art),
+                         fixed_factors=FIXED)
+    original = load_data("dsprites", "original", "procedural", fixed_factors=FIXED)
     factors = original.sample_factors(8, np.random.default_rng(0))
     change = modified.observations_from_factors(factors) - original.observations_from_factors(
         factors)
     assert 0 < np.abs(change).max() <= 0.1 + 1e-6
-    swept = load_data("dsprites", "modified", "procedural", artefact=f"{art}_eps0.3")
+    swept = load_data("dsprites", "modified", "procedural", artefact=f"{art}_eps0.3",
+                      fixed_factors=FIXED)
     assert swept.eps == 0.3
     # A model trains on the modified variant through the runner (tf.data calls m(w)) and
     # the process exits cleanly.
@@ -88,6 +105,7 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
              "run.steps = 3", "run.batch_size = 8", "run.eval_points = 300",
              "run.metrics = ['mig']", "run.health_points = 16", "model.num_latents = 3",
              "data.source = 'procedural'", "data.variant = 'modified'",
+             f"data.fixed_factors = {FIXED!r}",
              f"data.artefact = '{art}'")], f"--output_dir={tmp_path / 'on_modified'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
@@ -96,18 +114,19 @@ def test_tiny_generation_makes_a_loadable_modified_variant(tmp_path):
     assert on_modified["dataset"]["variant"] == "modified"
     # Starting it again refuses to replace the artefact (issue 17.8), before any work ...
     weights = (art / "manipulation.weights.h5").read_bytes()
-    refused = _generate(tmp_path)
+    refused = _generate(generated, f"generation.fixed_factors = {FIXED!r}")
     assert refused.returncode == 2 and "--overwrite" in refused.stderr
     assert (art / "manipulation.weights.h5").read_bytes() == weights
     # ... and with --overwrite it resumes: references and m are finished, nothing retrains.
-    again = _generate(tmp_path, overwrite=True)
+    again = _generate(generated, f"generation.fixed_factors = {FIXED!r}", overwrite=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((art / "metadata.json").read_text())["training"]["steps"] == 3
     # Another game in the same work_dir is refused before it touches the checkpoints.
-    checkpoints = sorted((tmp_path / "work" / "manipulation" / "checkpoints").iterdir())
-    other = _generate(tmp_path, "generation.mean_penalty = 1.0", overwrite=True)
+    checkpoints = sorted((generated / "work" / "manipulation" / "checkpoints").iterdir())
+    other = _generate(generated, f"generation.fixed_factors = {FIXED!r}",
+                      "generation.mean_penalty = 1.0", overwrite=True)
     assert other.returncode == 2 and "mean_penalty: recorded 0.0, now 1.0" in other.stderr
-    assert sorted((tmp_path / "work" / "manipulation" / "checkpoints").iterdir()) == checkpoints
+    assert sorted((generated / "work" / "manipulation" / "checkpoints").iterdir()) == checkpoints
 
 
 def test_generation_rejects_a_misspelt_setting(tmp_path):
@@ -152,19 +171,16 @@ def test_a_reference_pool_is_the_finished_runs_of_a_study(tmp_path):
         pool_runs(tmp_path / "nowhere", "beta_vae", "dsprites")
 
 
-@pytest.mark.slow
-def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
+def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     """generation.fixed_factors: the references train on the reduction, the artefact
     records it and loads only with it (issue 14 item 5 at CPU scale); references of
     another reduction are refused before the game starts."""
-    fixed = "generation.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}"
-    result = _generate(tmp_path, fixed, "generation.eps_sweep = []")
-    assert result.returncode == 0, result.stderr[-3000:]
-    art = tmp_path / "art"
+    tmp_path.mkdir()
+    art = generated / "art"
     metadata = json.loads((art / "metadata.json").read_text())
     assert metadata["fixed_factors"] == {"shape": 1, "scale": 5, "orientation": 0}
     assert metadata["factor_names"] == ["posX", "posY"] and metadata["factor_sizes"] == [32, 32]
-    reference = json.loads((tmp_path / "work" / "references" / "seed0" / "results.json"
+    reference = json.loads((generated / "work" / "references" / "seed0" / "results.json"
                             ).read_text())
     assert reference["dataset"]["fixed_factors"] == metadata["fixed_factors"]
     evidence = json.loads((art / "evidence.json").read_text())
@@ -182,7 +198,7 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
         assert published["sha256"] == entry["sha256"] and published["step"] == 4
         assert sorted(entry["sha256"]) == sorted(
             ["results.json", "arrays.npz", "encoder.weights.h5", "decoder.weights.h5"])
-    runs = tmp_path / "work" / "references"
+    runs = generated / "work" / "references"
     runs.rename(tmp_path / "moved_away")
     # The re-adaptation gate runs on it and publishes beside the diagnostics.
     readapted = subprocess.run(
@@ -253,7 +269,7 @@ def test_generation_on_a_reduced_dataset_and_its_references(tmp_path):
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert tampered.returncode == 2
     assert "decoder.weights.h5 has SHA-256" in tampered.stderr.strip().splitlines()[-1]
-    refs = [str(tmp_path / "work" / "references" / f"seed{s}") for s in (0, 1)]
+    refs = [str(runs / f"seed{s}") for s in (0, 1)]
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",
                       f"generation.reference_runs = {refs!r}", "generation.reference_seeds = []")
