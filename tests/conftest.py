@@ -23,3 +23,21 @@ def _private_render_cache(tmp_path_factory):
 def _no_user_data_dir(monkeypatch):
     """Tests never pick up a developer's real dataset files."""
     monkeypatch.delenv("DISENTANGLEMENT_LIB_DATA", raising=False)
+
+
+#: the longest tests (`make test` and `make test-slow` print --durations), longest first: they are
+#: collected first so that xdist's two workers start with them rather than end on one
+SLOWEST_FIRST = ("test_tiny_generation_end_to_end", "test_tiny_pipeline_end_to_end_and_resumed",
+                 "test_audit_end_to_end_on_tiny_settings",
+                 "test_custom_model_runs_through_the_audit",
+                 "test_study_is_interrupted_resumes_and_skips_finished_runs",
+                 "test_export_codes_from_elsewhere_and_score",
+                 "test_same_seed_same_run_in_another_process_also_after_ctrl_c_and_kill",
+                 # and the longest of the fast ones
+                 "test_a_grid_that_cannot_be_configured_is_refused_before_any_run",
+                 "test_a_learning_curve_leaves_training_unchanged_and_is_resumable")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(getattr(item, "originalname", item.name), len(rank)))
