@@ -103,7 +103,7 @@ def define_flags() -> None:
     flags.DEFINE_list("compare_to", None, "With --seeds: the control arms every other arm "
                       "is tested against (default: the arms of noise, noisy@...).")
     flags.DEFINE_string("out", None, "Write the trajectories and the gate as JSON here. "
-                        "With --seeds each finished seed is kept in OUT.partial.json, "
+                        "With --seeds each finished arm is kept in OUT.partial.json, "
                         "so an interrupted run resumes where it stopped.")
     flags.DEFINE_boolean("publish", False, f"Merge the result into DIR/evidence.json "
                          f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
@@ -291,10 +291,14 @@ def arm_change(data, variant) -> dict:
 
 def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,
                  eval_images: int = 1024, seed: int = 0, source: str | None = None,
-                 arms=ARMS, match_to: str = "modified") -> dict:
+                 arms=ARMS, match_to: str = "modified", finished_arms=None,
+                 on_arm=None) -> dict:
     """Runs the re-adaptation of the artefact in `directory` (module docstring).
     match_to: the arm whose energy the '@matched' arms take (one of `arms`, not itself
-    '@matched'; default the artefact).
+    '@matched'; default the artefact). finished_arms: {arm: curve} already run with these
+    very arguments (an interrupted run's), kept rather than run again (the arms are
+    independent: each restarts the decoders and draws its own batches); on_arm: called
+    with the result so far after every arm, to save it.
 
     Returns {'artefact', settings..., 'references', 'evaluations': [update counts],
     'arms': {arm: {'entangled', 'disentangled', 'gap': lists over evaluations,
@@ -374,6 +378,10 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
                              for arm, variant in targets_of.items() if arm != "original"}}
 
     for arm in arms:
+        if arm in (finished_arms or {}):
+            result["arms"][arm] = finished_arms[arm]
+            logging.info("re-adaptation %s: kept from the interrupted run", arm)
+            continue
         variant = targets_of[arm]
         held_targets = variant.observations_from_factors(held_out)
         sides = {side: [references.load_encoder_decoder(r, data.observation_shape)
@@ -422,6 +430,8 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
         logging.info("re-adaptation %s: L_ent - L_dis %.2f -> %.2f (%.0f s)", arm,
                      curve["gap"][0], curve["gap"][-1], curve["seconds"])
         result["arms"][arm] = curve
+        if on_arm is not None:
+            on_arm(result)
     result["gate"] = gate(evaluations, {a: c["gap"] for a, c in result["arms"].items()})
     return result
 
@@ -542,17 +552,19 @@ def publish(directory, result: dict) -> None:
     save_figure(result, pathlib.Path(directory) / FIGURE)
 
 
-def finished_seeds(partial, settings: dict) -> dict:
-    """The per-seed runs an interrupted `--seeds ... --out OUT` left in `partial`
-    (OUT.partial.json, rewritten after every seed): {seed: run}, {} when there is none.
-    ValueError (one line) when it was written with other settings, so that runs made
-    with different flags are never pooled."""
+def finished_seeds(partial, settings: dict) -> tuple[dict, dict | None]:
+    """What an interrupted `--seeds ... --out OUT` left in `partial` (OUT.partial.json,
+    rewritten after every arm): ({seed: finished run}, {'seed', 'arms': {arm: curve}} of
+    the seed it was in, or None); ({}, None) when there is no such file. ValueError (one
+    line) when it was written with other settings, so that runs made with different flags
+    are never pooled."""
     if partial is None or not partial.exists():
-        return {}
+        return {}, None
     import json
     try:
         stored = json.loads(partial.read_text())
         found, runs = stored["settings"], stored["runs"]
+        started = stored.get("in_progress")
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{partial}: expected the per-seed runs of an interrupted "
                          f"--seeds run, found an unreadable file ({error}); delete it to "
@@ -564,7 +576,7 @@ def finished_seeds(partial, settings: dict) -> dict:
                          f"{[found.get(k) for k in changed]} there, "
                          f"{[settings.get(k) for k in changed]} now); rerun with those "
                          f"flags or delete it to start again")
-    return {int(seed): run for seed, run in runs.items()}
+    return {int(seed): run for seed, run in runs.items()}, started
 
 
 @cli_main
@@ -593,18 +605,25 @@ def main(argv):
                     "arms": list(FLAGS.arms), "match_to": FLAGS.match_to}
         partial = pathlib.Path(f"{FLAGS.out}.partial.json") if FLAGS.out else None
         with user_errors(OSError, ValueError):
-            runs = finished_seeds(partial, settings)
+            runs, started = finished_seeds(partial, settings)
+
+            def save(in_progress=None):
+                if partial is not None:
+                    write_json(partial, {"settings": settings,
+                                         "runs": {str(s): r for s, r in runs.items()},
+                                         "in_progress": in_progress})
             for seed in seeds:
                 if seed in runs:
                     print(f"{directory} seed {seed}: reused from {partial}")
                     continue
-                runs[seed] = readaptation(directory, FLAGS.steps, FLAGS.batch_size,
-                                          FLAGS.eval_every, FLAGS.eval_images, seed,
-                                          FLAGS.source, FLAGS.arms, FLAGS.match_to)
+                kept = started["arms"] if started and started["seed"] == seed else None
+                runs[seed] = readaptation(
+                    directory, FLAGS.steps, FLAGS.batch_size, FLAGS.eval_every,
+                    FLAGS.eval_images, seed, FLAGS.source, FLAGS.arms, FLAGS.match_to,
+                    finished_arms=kept,
+                    on_arm=lambda r, seed=seed: save({"seed": seed, "arms": r["arms"]}))
                 print("\n".join([f"{directory} seed {seed}"] + summary_lines(runs[seed])))
-                if partial is not None:
-                    write_json(partial, {"settings": settings,
-                                         "runs": {str(s): r for s, r in runs.items()}})
+                save()
             runs = {seed: runs[seed] for seed in seeds}
             summary = across_seeds(runs, FLAGS.compare_to)
         print("\n".join(across_lines(summary)))

@@ -236,6 +236,26 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     for arm in found["arm_eps"]:
         assert found["arm_change"][arm]["energy_per_image"] == pytest.approx(energy, rel=1e-2)
         assert 0 < found["arm_change"][arm]["linf"] <= 1.0
+    # an interrupted --seeds run resumes: the arm it had finished is kept, not run again
+    kept = {"entangled": [1.0, 1.0], "disentangled": [2.0, 2.0], "gap": [-1.0, -1.0],
+            "seconds": 0.0}
+    settings = {"artefact": str(art), "steps": 1, "batch_size": 2, "eval_every": 1,
+                "eval_images": 4, "source": None, "arms": ["original", "modified"],
+                "match_to": "modified"}
+    (tmp_path / "seeds.json.partial.json").write_text(json.dumps(
+        {"settings": settings, "runs": {}, "in_progress": {"seed": 0,
+                                                           "arms": {"original": kept}}}))
+    resumed = subprocess.run(
+        [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=1",
+         "--eval_every=1", "--eval_images=4", "--batch_size=2", "--seeds=0,1",
+         "--arms=original,modified", f"--out={tmp_path / 'seeds.json'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    seeds = json.loads((tmp_path / "seeds.json").read_text())["runs"]
+    assert seeds["0"]["arms"]["original"] == kept
+    assert seeds["1"]["arms"]["original"] != kept and len(seeds["0"]["arms"]["modified"][
+        "gap"]) == 2
     (tmp_path / "moved_away").rename(runs)
     # An artefact made before artefacts carried references: the command retrains each
     # reference from its recorded config and seed and publishes it only if it repeats the

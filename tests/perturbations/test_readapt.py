@@ -126,8 +126,9 @@ def test_seeds_flag_mistakes_are_one_line(tmp_path):
 
 
 def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
-    """--seeds with --out keeps each finished seed in OUT.partial.json: a rerun with the
-    same flags reuses them (here every seed, so nothing loads or trains), and one with other
+    """--seeds with --out keeps each finished seed (and arm) in OUT.partial.json: a rerun
+    with the same flags reuses them (here every seed, so nothing loads or trains; the kept
+    arm of an unfinished seed: tests/perturbations/test_generate.py), and one with other
     flags is refused in one line rather than pooled."""
     import json
 
