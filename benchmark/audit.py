@@ -567,11 +567,17 @@ def _steps(bindings) -> str:
 
 
 def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | None,
-           effect: float | None) -> str:
-    """The sentence that says what the verdict rests on: battery, scale, power."""
+           effect: float | None, runs_per_arm: dict | None = None) -> str:
+    """The sentence that says what the verdict rests on: battery, scale, power.
+    runs_per_arm: {arm: the method's runs there}; arms with another count than `seeds`
+    (runs of other seeds found in the audit directory, e.g. a registered extension of
+    one arm) are named."""
+    other = {a: n for a, n in (runs_per_arm or {}).items() if n and n != len(seeds)}
+    extra = (f" ({', '.join(f'{n} on {a}' for a, n in other.items())})" if other else "")
     sentence = (f"Battery: {reference.get('name', pathlib.Path(reference_dir).name)} "
                 f"(`{reference_dir}`), {_steps(reference['bindings'])} steps, "
-                f"{len(seeds)} seed(s) per arm; the manipulation {battery['manipulated']} "
+                f"{len(seeds)} seed(s) per arm{extra}; the manipulation "
+                f"{battery['manipulated']} "
                 f"against its controls {', '.join(battery['controls'])}.")
     if power is not None:
         sentence += (f" Power: {power:.2f} to detect a MIG drop of the reference β-VAE's "
@@ -685,7 +691,9 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                   * float(np.mean(method["original"]["kept"])))
         spread = stats.pooled_sd(method["original"]["kept"], method[manipulated]["kept"])
         power = stats.power(effect, spread, len(seeds)) if spread and effect > 0 else None
-    scope = _scope(reference, reference_dir, battery, seeds, power, effect)
+    scope = _scope(reference, reference_dir, battery, seeds, power, effect,
+                   {arm: len(r["kept"]) + len(r["overpruned"])
+                    for arm, r in runs_by_model[method_key].items()})
     dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
     pruning = {m: overpruning({v: scores[key][v] for v in compared})
                for m, key in [("method", method_key), *((m, m) for m, _ in REFERENCES)]}

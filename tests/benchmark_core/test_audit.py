@@ -413,3 +413,18 @@ def test_the_verdict_names_the_control_that_is_short_of_runs():
     result = audit.verdict(arms, reference, AE, manipulated="wave@0.3",
                            controls=["noisy@0.37", "wave_texture@0.3"])
     assert "texture sensitivity cannot be ruled out" in result["reason"]
+
+
+def test_the_scope_names_arms_with_runs_of_other_seeds():
+    """An arm extended with more seeds (a registered floor check, say) is named in the
+    scope sentence rather than hidden behind the per-arm seed count."""
+    from benchmark.audit import _scope
+
+    reference = {"name": "geometry_tiny", "bindings": ["run.steps = 800"]}
+    battery = {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}
+    even = _scope(reference, "ref", battery, [0, 1, 2], None, None,
+                  {"original": 3, "wave@0.3": 3})
+    assert "800 steps, 3 seed(s) per arm; the manipulation wave@0.3" in even
+    extended = _scope(reference, "ref", battery, [0, 1, 2], None, None,
+                      {"original": 13, "wave@0.3": 3})
+    assert "3 seed(s) per arm (13 on original);" in extended
