@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from benchmark.data.ground_truth import GroundTruthData
-from benchmark.data.variants import AdditivePerturbation
+from benchmark.data.variants import AdditivePerturbation, reflect
 from benchmark.errors import ConfigError
 
 #: the most images whose deltas are computed up front (the arm's whole grid)
@@ -78,13 +78,32 @@ def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float
     energy a squared error sees) equals `target` > 0, by bisection. Bisection assumes the
     change grows with eps, true for binary images such as dSprites' (reflect folds a grey
     pixel pushed past 0 or 1 back, so on grey images a large eps can change less);
-    ValueError when even eps = 1 changes the images less."""
-    from benchmark.data.oracle import bisect_eps, mean_change
+    ValueError when even eps = 1 changes the images less.
+
+    An additive arm's delta does not depend on eps (x' = reflect(x + eps delta)), so the
+    images and deltas are computed once, at eps 1, and each bisection step is arithmetic
+    (the same float32 operations as AdditivePerturbation's); the eps found is checked
+    against make_arm(eps) itself, so an arm whose delta does depend on eps is an error, not
+    a wrong match."""
+    from benchmark.data.oracle import _grid_or_sample, bisect_eps, mean_change
 
     if not target > 0:
         raise ValueError(f"matched_eps: expected a target change > 0, found {target}")
+    arm = make_arm(1.0)
+    factors = _grid_or_sample(arm, num_images, 0)
+    images = arm.base.observations_from_factors(factors)
+    deltas = np.concatenate([arm.delta(factors[i:i + 512])
+                             for i in range(0, len(factors), 512)])
 
     def change(eps: float) -> float:
-        return mean_change(make_arm(eps), num_images=num_images, power=power)
+        moved = deltas * np.float32(eps)
+        moved += images
+        return float((np.abs(reflect(moved) - images, dtype=np.float64) ** power).mean())
 
-    return bisect_eps(change, target, f"no eps in (0, 1] reaches mean |x' - x|^{power}", rtol)
+    eps = bisect_eps(change, target, f"no eps in (0, 1] reaches mean |x' - x|^{power}", rtol)
+    found = mean_change(make_arm(eps), num_images=num_images, power=power)
+    if abs(found - change(eps)) > 1e-6 * max(found, 1e-12):
+        raise ValueError(f"matched_eps: the arm's change at eps {eps:.5f} is {found:.6g}, "
+                         f"not the {change(eps):.6g} of eps times its delta at eps 1: its "
+                         f"delta depends on eps, which matched_eps cannot match")
+    return eps

@@ -1,5 +1,5 @@
 """Every command as a user calls it (`python -m ...` in a subprocess; issue 29 item 1, issue
-31 item 5): --help exits 0 and shows the command's own docstring and flags, an unknown
+31 item 5): --helpfull exits 0 and shows the command's own docstring and flags, an unknown
 flag and a usage mistake are one line `error: ...` and exit 2. Each command's tiny real
 invocation is tested beside its functions (named in TINY_RUN_TESTS)."""
 
@@ -7,6 +7,7 @@ import pytest
 
 from tests.cli import ROOT, python_m
 from tests.test_cli_imports import COMMANDS
+from tests.test_readme import undefined_flags_in_docs
 
 #: where each command's tiny real invocation runs as a subprocess
 TINY_RUN_TESTS = {
@@ -49,11 +50,15 @@ def test_every_command_has_a_tiny_run_test():
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_exits_0_and_an_unknown_flag_is_one_line(command):
+    """--helpfull (the docstring and every flag) also checks the flags the docs use with
+    this command (tests/test_readme.py), so that each command starts TF twice, not three
+    times."""
     import importlib
     doc = importlib.import_module(command).__doc__ or ""
-    shown = _call(command, "--help")
+    shown = _call(command, "--helpfull")
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert doc.strip().splitlines()[0].strip() in shown.stdout
+    assert not undefined_flags_in_docs(_module(command), shown.stdout)
     bad = _call(command, "--no_such_flag=1")
     assert bad.returncode == 2, bad.stderr[-2000:]
     lines = bad.stderr.strip().splitlines()

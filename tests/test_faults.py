@@ -22,7 +22,7 @@ import pytest
 
 from tests.cli import ROOT, environment, python_m
 
-TINY = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
+TINY = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
         "run.metrics = ['mig']", "mig.num_train = 300", "run.health_points = 32",
         "run.checkpoint_every = 2", "run.figures = False", "model.num_latents = 3",
         "data.source = 'procedural'"]

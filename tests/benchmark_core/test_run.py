@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY_BINDINGS = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
+TINY_BINDINGS = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
                  "run.metrics = ['mig']", "run.health_points = 64", "run.checkpoint_every = 2",
                  "model.num_latents = 3", "data.source = 'procedural'"]
 TINY = [f"--gin_bindings={b}" for b in TINY_BINDINGS]
@@ -72,7 +72,8 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[
         "fingerprint"]
-    assert results["metric_settings"] == {"mig": {"num_train": 10000, "batch_size": 16,
+    # run.metric_points = 300 caps the sample, and the settings record the cap
+    assert results["metric_settings"] == {"mig": {"num_train": 300, "batch_size": 16,
                                                   "num_bins": 20, "level": "data", "seed": 0,
                                                   "sample": "shared"}}
     # eval_codes.npz holds the first rows of the sample the metrics read (issue 17 item 4):

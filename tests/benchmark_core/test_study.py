@@ -1,4 +1,3 @@
-import importlib.util
 import json
 import os
 import pathlib
@@ -14,7 +13,7 @@ from benchmark import report, study
 from benchmark.errors import ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.eval_points = 300",
+TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
             "run.metrics = ['mig']", "run.health_points = 32", "run.figures = False",
             "model.num_latents = 3"]
 
@@ -178,23 +177,6 @@ def test_grid_runs_seed_major():
     assert names[:4] == ["ae_dsprites_original_seed3", "ae_dsprites_noisy_seed3",
                          "pcl_dsprites_original_seed3", "pcl_dsprites_noisy_seed3"]
     assert all(n.endswith("seed1") for n in names[4:]) and len(names) == 8
-
-
-@pytest.mark.slow
-def test_ray_backend_runs_the_grid_on_a_local_ray_instance(tmp_path):
-    if importlib.util.find_spec("ray") is None:     # not importorskip: importing Ray
-        pytest.skip("Ray is an optional extra")       # here would defeat its loopback switch
-    out = tmp_path / "study"
-    settings = _settings(out, models={"ae": "models/ae.gin", "broken": _failing_gin(tmp_path)},
-                         variants=["original"])
-    summary = study.execute(settings, backend="ray")
-    assert summary["ran"] == ["ae_dsprites_original_seed0"]
-    assert summary["failed"] == ["broken_dsprites_original_seed0"]
-    result = json.loads((out / "runs" / "ae_dsprites_original_seed0" / "results.json")
-                        .read_text())
-    assert result["steps"] == 4 and "metric/mig" in result["scalars"]
-    again = study.execute(settings, backend="ray")          # finished run skipped
-    assert again["ran"] == [] and again["skipped"] == ["broken_dsprites_original_seed0"]
 
 
 def test_second_study_on_a_directory_is_refused_naming_the_holder(tmp_path):

@@ -1,7 +1,9 @@
-"""The Ray backend's local instance listens on loopback only (issue 19, item 7)."""
+"""The Ray backend runs a study's grid on a local instance that listens on loopback only
+(issue 19, item 7)."""
 
 import importlib.util
 import ipaddress
+import json
 import os
 import pathlib
 import subprocess
@@ -44,7 +46,8 @@ def _listeners_of_this_process_tree() -> dict:
 
 @pytest.mark.slow
 @needs_ray
-def test_local_ray_backend_listens_on_loopback_only(tmp_path, monkeypatch):
+def test_ray_backend_runs_the_grid_on_a_local_instance_listening_on_loopback_only(
+        tmp_path, monkeypatch):
     seen = []
     ray_map = study._ray_map
 
@@ -54,16 +57,23 @@ def test_local_ray_backend_listens_on_loopback_only(tmp_path, monkeypatch):
             yield item
 
     monkeypatch.setattr(study, "_ray_map", inspect_while_running)
-    settings = _settings(tmp_path / "study", models={"broken": _failing_gin(tmp_path)},
+    out = tmp_path / "study"
+    settings = _settings(out, models={"ae": "models/ae.gin", "broken": _failing_gin(tmp_path)},
                          variants=["original"])
     summary = study.execute(settings, backend="ray")
+    assert summary["ran"] == ["ae_dsprites_original_seed0"]
     assert summary["failed"] == ["broken_dsprites_original_seed0"]   # a Ray task ran it
-    assert len(seen) == 1
-    listeners = seen[0]
-    assert {"gcs_server", "raylet"} <= set(listeners), listeners
-    exposed = {name: sorted(ips) for name, ips in listeners.items()
-               if not all(_is_loopback(ip) for ip in ips)}
-    assert exposed == {}, f"Ray listeners on non-loopback addresses: {exposed}"
+    result = json.loads((out / "runs" / "ae_dsprites_original_seed0" / "results.json")
+                        .read_text())
+    assert result["steps"] == 4 and "metric/mig" in result["scalars"]
+    assert len(seen) == 2
+    for listeners in seen:
+        assert {"gcs_server", "raylet"} <= set(listeners), listeners
+        exposed = {name: sorted(ips) for name, ips in listeners.items()
+                   if not all(_is_loopback(ip) for ip in ips)}
+        assert exposed == {}, f"Ray listeners on non-loopback addresses: {exposed}"
+    again = study.execute(settings, backend="ray")          # finished run skipped
+    assert again["ran"] == [] and again["skipped"] == ["broken_dsprites_original_seed0"]
 
 
 @needs_ray

@@ -360,6 +360,7 @@ def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
     from benchmark.data.oracle import ORACLE_FIXED_FACTORS, mean_change
     from benchmark.data.subset import FactorSubset
     from benchmark.errors import ConfigError
+    from benchmark.data.variants import AdditivePerturbation
     from perturbations.naive import NaiveData, matched_eps
 
     def encoder(x):
@@ -379,5 +380,12 @@ def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
     assert matched_eps(naive.at, target) == pytest.approx(0.1, rel=1e-3)
     with pytest.raises(ValueError, match="no eps in"):
         matched_eps(naive.at, 10.0)
+    # the bisection reuses the deltas of eps 1, so an arm whose delta changes with eps
+    # is refused rather than matched wrongly
+    def growing(eps):
+        return AdditivePerturbation(data, lambda f: np.full((len(f), 64, 64, 1), eps,
+                                                            np.float32), eps)
+    with pytest.raises(ValueError, match="depends on eps"):
+        matched_eps(growing, target)
     with pytest.raises(ConfigError, match="needs entangled and disentangled"):
         NaiveData(data, 0.1, [], [])
