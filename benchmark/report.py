@@ -710,6 +710,55 @@ def artefact_warning_lines(records: list[dict], table, study: dict) -> list[str]
     return lines + [""]
 
 
+def arm_size_rows(results_dir: pathlib.Path, study: dict) -> tuple[list[dict], list[str]]:
+    """(one row per measured arm: dataset, variant, eps, linf, mean_abs, energy_per_image,
+    images, from the study's samples/DATASET_VARIANT.change.json; the study's arms other
+    than original with no such file), rows sorted by dataset and variant."""
+    settings = study.get("settings", {})
+    wanted = [f"{d}_{v}" for d in settings.get("datasets", [])
+              for v in settings.get("variants", []) if base_variant(v) != "original"]
+    rows, missing = [], []
+    for stem in wanted or sorted(p.name.removesuffix(".change.json") for p in
+                                 (results_dir / "samples").glob("*.change.json")):
+        path = results_dir / "samples" / f"{stem}.change.json"
+        if not path.is_file():
+            missing.append(stem)
+            continue
+        try:
+            found = json.loads(path.read_text())
+            rows.append({key: found[key] for key in ("dataset", "variant", "eps", "linf",
+                                                     "mean_abs", "energy_per_image",
+                                                     "images")})
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ReportError(f"{path}: expected the JSON `python -m benchmark.data "
+                              f"preview` writes (dataset, variant, eps, linf, mean_abs, "
+                              f"energy_per_image, images), found {error!r}") from None
+    return rows, missing
+
+
+def arm_size_lines(rows: list[dict], missing: list[str]) -> list[str]:
+    """The report's section on how much each arm changes the images (issue 28 step 6)."""
+    if not rows and not missing:
+        return []
+    lines = ["## How much each arm changes the images", "",
+             "Against the original images: L∞ (what paper 002 matched its noise control "
+             "in), mean |x′ − x| and energy per image (Σ over its pixels of (x′ − x)², what a "
+             "squared-error objective sees), on every image of a dataset of at most 65,536, "
+             "else a seeded sample of 4,096 (`benchmark/data/change.py`). Arms equal in one "
+             "of them can differ several-fold in another.", ""]
+    if rows:
+        lines += ["| dataset | variant | eps | L∞ | mean abs(x′ − x) | energy per image | "
+                  "images |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['dataset']} | {r['variant']} | {_fmt(r['eps'], 4)} | "
+                  f"{r['linf']:.4f} | {r['mean_abs']:.4f} | {r['energy_per_image']:.1f} | "
+                  f"{r['images']:,} |" for r in rows]
+        lines.append("")
+    if missing:
+        lines += [f"Not measured: {', '.join(missing)} (rerun the study's command: it "
+                  "writes what is missing and retrains nothing that finished).", ""]
+    return lines
+
+
 def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
@@ -732,6 +781,9 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     write_csv(out / "overpruning.csv", pruning)
     if hypotheses:
         write_csv(out / "hypotheses.csv", hypotheses)
+    sizes, unmeasured = arm_size_rows(results_dir, study)
+    if sizes:
+        write_csv(out / "arm_sizes.csv", sizes)
     metric_columns = [c for c, _, _ in METRICS if any(f"{c} mean" in r for r in summary)]
     write_latex(out / "metrics.tex", summary, ["model", "dataset", "variant", "setting",
                                                "seeds"] + [f"{c} mean" for c in metric_columns])
@@ -748,6 +800,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed).", ""]
     lines += artefact_warning_lines(records, table, study)
+    lines += arm_size_lines(sizes, unmeasured)
     lines += hypothesis_lines(hypotheses, study)
     if "MIG" in metric_columns:
         lines += headline(summary, drops, "MIG") + power_lines(power_rows(drops, "MIG"))

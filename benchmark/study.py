@@ -39,6 +39,7 @@ from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark.atomic import write_json
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
+from benchmark.data.change import change_path
 from benchmark.errors import (USER_ERROR_EXIT, ConfigError, cli_main, run_command,
                               user_errors)
 from benchmark.lock import LOCKED_MARK, directory_lock, is_locked
@@ -454,12 +455,14 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
 
 
 def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
-    """A preview sheet per dataset x variant (for the report), unless already there."""
+    """A preview sheet per dataset x variant and, beside each but the original's, how much
+    the variant changes the images (X.change.json; benchmark/data/change.py), for the
+    report, unless already there."""
     for dataset in settings["datasets"]:
         for variant in settings["variants"]:
             base, _, eps = variant.partition("@")
             path = directory / f"{dataset}_{variant}.png"
-            if path.exists():
+            if path.exists() and (base == "original" or change_path(path).exists()):
                 continue
             command = [sys.executable, "-m", "benchmark.data", "preview",
                        f"--dataset={dataset}", f"--variant={base}",

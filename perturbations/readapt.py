@@ -64,6 +64,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
+from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, measured_factors
 from benchmark.errors import cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
@@ -72,8 +73,6 @@ FLAGS = flags.FLAGS
 ARMS = ("original", "modified", "modified_texture")
 #: arms built from the artefact's reference models (module docstring)
 REFERENCE_ARMS = ("naive", "wave_entangled")
-#: arm changes are measured on every image up to this many, else on a seeded sample
-SAMPLE_ABOVE, SAMPLE = 65536, 4096
 #: where --publish writes (the artefact directory) and the key it merges into evidence.json
 FIGURE = "readaptation.png"
 EVIDENCE_KEY = "readaptation"
@@ -251,7 +250,7 @@ def entangled_code_direction(data, encoder, reference: dict) -> float:
     fit on the two positions (benchmark/metrics/alignment.py), on every image of `data` (or
     the seeded sample `arm_change` uses). The wave along it moves the data's local geometry
     towards the entangled code (issue 28 step 4 (b)), not towards the fixed diagonal."""
-    from benchmark.data.oracle import ORACLE_FACTORS, _grid_or_sample
+    from benchmark.data.oracle import ORACLE_FACTORS
     from benchmark.metrics import codes as codes_lib
     from benchmark.metrics.alignment import linear_angles
     from perturbations.references import dims_by_variance
@@ -260,33 +259,12 @@ def entangled_code_direction(data, encoder, reference: dict) -> float:
     if missing:
         raise ValueError(f"readaptation arm wave_entangled: expected a dataset with the "
                          f"factors {list(ORACLE_FACTORS)}, found {list(data.factor_names)}")
-    factors = _grid_or_sample(data, None if data.num_images <= SAMPLE_ABOVE else SAMPLE, 0)
+    factors = measured_factors(data)
     codes = codes_lib.apply_in_batches(lambda x: encoder(x)["mean"],
                                        data.observations_from_factors(factors), 256)
     columns = [list(data.factor_names).index(n) for n in ORACLE_FACTORS]
     angles = linear_angles(factors, np.asarray(codes), columns)["angle_deg"]
     return float(angles[dims_by_variance(reference)[0]])
-
-
-def arm_change(data, variant) -> dict:
-    """{'energy_per_image', 'mean_abs', 'linf'} of an arm against the original images (every
-    image for datasets of at most SAMPLE_ABOVE, else the seeded sample of SAMPLE that
-    `matched_arm` matches on)."""
-    from benchmark.data.oracle import _grid_or_sample
-
-    factors = _grid_or_sample(data, None if data.num_images <= SAMPLE_ABOVE else SAMPLE, 0)
-    energy, absolute, largest = 0.0, 0.0, 0.0
-    for start in range(0, len(factors), 512):
-        chunk = factors[start:start + 512]
-        diff = (variant.observations_from_factors(chunk)
-                - data.observations_from_factors(chunk)).astype(np.float64)
-        energy += float((diff ** 2).sum())
-        absolute += float(np.abs(diff).sum())
-        largest = max(largest, float(np.abs(diff).max(initial=0.0)))
-    pixels = float(np.prod(data.observation_shape))
-    return {"energy_per_image": energy / len(factors), "mean_abs": absolute / (len(factors)
-                                                                               * pixels),
-            "linf": largest}
 
 
 def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every: int = 100,

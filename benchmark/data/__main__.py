@@ -1,6 +1,9 @@
 """python -m benchmark.data {preview,export} --dataset=dsprites|shapes3d [--variant=noisy] ...
 
-preview: a PNG sheet of random samples plus one traversal row per factor.
+preview: a PNG sheet of random samples plus one traversal row per factor; for a variant
+         other than original also OUT's name with .change.json: how much the variant
+         changes the images (L-infinity, mean |x' - x|, energy per image;
+         benchmark/data/change.py), which study reports list per arm.
 export:  the dataset (any variant) in the official file format, for other libraries.
 """
 
@@ -8,7 +11,9 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
+from benchmark.atomic import write_json
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
+from benchmark.data.change import arm_change, change_path
 from benchmark.errors import cli_main, run_command, user_errors
 from perturbations.artefact import load_variant
 
@@ -44,12 +49,18 @@ def main(argv):
     if not FLAGS.out:
         raise app.UsageError("--out is required")
     with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
-        data = make_variant(get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir),
-                            FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
+        original = get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir)
+        data = make_variant(original, FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact, artefact_loader=load_variant)
         if argv[1] == "preview":
             title = f"{FLAGS.dataset} ({data.describe()['source']}, {FLAGS.variant})"
             path = preview.save_preview(data, FLAGS.out, seed=FLAGS.seed, title=title)
+            if FLAGS.variant != "original":
+                measured = change_path(path)
+                write_json(measured, {"dataset": FLAGS.dataset, "variant": FLAGS.variant,
+                                      "eps": data.describe().get("eps"),
+                                      **arm_change(original, data)})
+                logging.info("wrote %s", measured)
         else:
             path = export.export_official(data, FLAGS.out)
     logging.info("wrote %s", path)

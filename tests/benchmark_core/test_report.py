@@ -311,3 +311,23 @@ def test_a_study_scope_opens_the_report(study, tmp_path):
     text = report.write_report(study, tmp_path / "out").read_text()
     assert text.splitlines()[2] == ("**What this study can show:** A demonstration at 800 "
                                     "steps; it says nothing about X.")
+
+
+def test_each_arms_size_is_listed_and_an_unmeasured_arm_is_named(study, tmp_path):
+    """Issue 28 step 6: every report lists, per arm, L∞, mean |Δx| and energy per image
+    (what `python -m benchmark.data preview` wrote beside the arm's sample sheet)."""
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "datasets": ["dsprites"], "variants": ["original", "modified", "noisy@0.2"]}}))
+    samples = study / "samples"
+    samples.mkdir()
+    (samples / "dsprites_modified.change.json").write_text(json.dumps({
+        "dataset": "dsprites", "variant": "modified", "eps": 0.1, "linf": 0.1,
+        "mean_abs": 0.0123, "energy_per_image": 40.25, "images": 4096}))
+    text = report.write_report(study, tmp_path / "out").read_text()
+    assert "| dsprites | modified | 0.1000 | 0.1000 | 0.0123 | 40.2 | 4,096 |" in text
+    assert "Not measured: dsprites_noisy@0.2" in text
+    with open(tmp_path / "out" / "arm_sizes.csv") as f:
+        assert [r["energy_per_image"] for r in csv.DictReader(f)] == ["40.25"]
+    (samples / "dsprites_modified.change.json").write_text(json.dumps({"dataset": "x"}))
+    with pytest.raises(report.ReportError, match="dsprites_modified.change.json: expected"):
+        report.write_report(study, tmp_path / "again")

@@ -110,6 +110,7 @@ def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     noisy = json.loads((out / "runs" / "ae_dsprites_noisy_seed0" / "results.json").read_text())
     assert noisy["dataset"]["variant"] == "noisy" and noisy["dataset"]["eps"] == 0.1
     assert (out / "samples" / "dsprites_noisy.png").exists()
+    assert json.loads((out / "samples" / "dsprites_noisy.change.json").read_text())["linf"] > 0
     rows = report.summary_rows(*report.group(report.load_runs(out)))
     assert {r["variant"] for r in rows} == {"original", "noisy"}
 

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -121,7 +122,16 @@ def test_preview_command_writes_a_png(tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert str(out) in result.stdout
-    assert not [p for p in out.parent.iterdir() if p.name != out.name]   # no temp files
+    # beside it, the arm's size: on binary images reflected uniform noise of eps 0.1
+    # changes every pixel by |delta|, so mean |dx| = eps / 2 and the energy per image
+    # eps^2 / 3 times its 4,096 pixels (a known answer)
+    change = json.loads(out.with_suffix(".change.json").read_text())
+    assert change["variant"] == "noisy" and change["eps"] == 0.1 and change["images"] == 4096
+    assert change["mean_abs"] == pytest.approx(0.05, rel=0.01)
+    assert change["energy_per_image"] == pytest.approx(0.01 / 3 * 4096, rel=0.01)
+    assert 0.099 < change["linf"] <= 0.1
+    assert sorted(p.name for p in out.parent.iterdir()) == [   # no temp files
+        "dsprites-noisy.change.json", out.name]
 
 
 def test_export_command_on_a_file_source(tmp_path):
