@@ -457,7 +457,10 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
 def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
     """A preview sheet per dataset x variant and, beside each but the original's, how much
     the variant changes the images (X.change.json; benchmark/data/change.py), for the
-    report, unless already there."""
+    report, unless already there; on the reduced dataset when the study's bindings fix
+    factors (data.fixed_factors)."""
+    fixed = next((b.split("=", 1)[1].strip() for b in settings.get("bindings", [])
+                  if b.split("=", 1)[0].strip() == "data.fixed_factors"), None)
     for dataset in settings["datasets"]:
         for variant in settings["variants"]:
             base, _, eps = variant.partition("@")
@@ -472,6 +475,8 @@ def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
                 command.append(f"--artefact={os.path.abspath(artefact)}")
             if eps:
                 command.append(f"--eps={float(eps)}")
+            if fixed:
+                command.append(f"--fixed_factors={fixed}")
             code, stderr = run_one(command, os.getcwd())
             if code != 0:
                 logging.warning("sample grid %s failed: %s", path, stderr[-500:])

@@ -9,11 +9,14 @@ export:  the dataset (any variant) in the official file format, for other librar
 
 from __future__ import annotations
 
+import ast
+
 from absl import app, flags, logging
 
 from benchmark.atomic import write_json
 from benchmark.data import DATASETS, VARIANTS, export, get_dataset, make_variant, preview
 from benchmark.data.change import arm_change, change_path
+from benchmark.data.subset import FactorSubset
 from benchmark.errors import cli_main, run_command, user_errors
 from perturbations.artefact import load_variant
 
@@ -35,10 +38,25 @@ def define_flags() -> None:
     flags.DEFINE_integer("seed", 0, "Seed of the preview's random samples.")
     flags.DEFINE_string("artefact", None, "Perturbation artefact directory (variant 'modified', "
                         "or a noise artefact for 'noisy').")
+    flags.DEFINE_string("fixed_factors", None, "Reduce the dataset to its other factors "
+                        "first, as data.fixed_factors: a dict literal of factor name to "
+                        "class, e.g. \"{'shape': 1, 'scale': 5, 'orientation': 0}\".")
     flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export).")
 
 
 COMMANDS = ("preview", "export")
+
+
+def parse_fixed_factors(text: str) -> dict:
+    """--fixed_factors' dict literal (data, never code: ast.literal_eval)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, dict):
+        raise app.UsageError(f"--fixed_factors: expected a dict literal such as "
+                             f"\"{{'shape': 1}}\", found {text!r}")
+    return value
 
 
 @cli_main
@@ -50,6 +68,8 @@ def main(argv):
         raise app.UsageError("--out is required")
     with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
         original = get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir)
+        if FLAGS.fixed_factors:
+            original = FactorSubset(original, parse_fixed_factors(FLAGS.fixed_factors))
         data = make_variant(original, FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact, artefact_loader=load_variant)
         if argv[1] == "preview":

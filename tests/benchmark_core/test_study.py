@@ -255,3 +255,21 @@ def test_progress_bar_only_on_a_terminal():
     bar.update(1)
     bar.close()
     assert "1/3" in shown.getvalue() and "run" in shown.getvalue()
+
+
+def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
+        tmp_path, monkeypatch):
+    """write_sample_grids passes the study's data.fixed_factors to the preview command, so
+    an arm's size (X.change.json) is measured on the images the study trains on; a sheet
+    whose arm size is missing is written again."""
+    commands = []
+    monkeypatch.setattr(study, "run_one", lambda command, cwd: (commands.append(command)
+                                                                or (0, "")))
+    settings = {**_settings(tmp_path / "s", variants=["original", "wave@0.3"]),
+                "bindings": [*TINY_RUN, "data.fixed_factors = {'shape': 1, 'scale': 5}"]}
+    (tmp_path / "samples").mkdir()
+    (tmp_path / "samples" / "dsprites_original.png").write_bytes(b"")
+    (tmp_path / "samples" / "dsprites_wave@0.3.png").write_bytes(b"")
+    study.write_sample_grids(settings, tmp_path / "samples")
+    assert len(commands) == 1 and "--variant=wave" in commands[0]
+    assert "--fixed_factors={'shape': 1, 'scale': 5}" in commands[0]

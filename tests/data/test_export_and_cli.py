@@ -166,3 +166,17 @@ def test_preview_sheet_leaves_the_callers_matplotlib_backend_alone(tmp_path):
     out = preview.save_sheet(np.zeros((66, 132, 3), np.float32), ["row"], "t", tmp_path / "p.png")
     assert matplotlib.get_backend() == "svg"
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_preview_of_a_reduced_dataset_measures_its_own_images(tmp_path):
+    """--fixed_factors, as a study's data.fixed_factors: the arm's size is measured on the
+    reduction's images (every one of the ellipse's 1,024), and a value that is not a dict
+    literal is one line."""
+    out = tmp_path / "ellipse_noisy.png"
+    result = _cli("preview", "--dataset=dsprites", "--variant=noisy", "--source=procedural",
+                  "--fixed_factors={'shape': 1, 'scale': 5, 'orientation': 0}", f"--out={out}")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.with_suffix(".change.json").read_text())["images"] == 1024
+    bad = _cli("preview", "--dataset=dsprites", "--fixed_factors=shape=1", f"--out={out}")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: --fixed_factors: expected")
