@@ -28,8 +28,8 @@ def active_dims() -> dict:
     for path in sorted((HERE / "runs").glob("*/results.json")):
         result = json.loads(path.read_text())
         dataset = result["dataset"]
-        arm = dataset["variant"] + (f"@{dataset['eps']:g}" if dataset["variant"] == "noisy"
-                                    else "")
+        variant = dataset.get("variant", "original")     # older original runs omit it
+        arm = variant + (f"@{dataset['eps']:g}" if variant == "noisy" else "")
         if arm in found:
             found[arm][int(result["seed"])] = int(result["scalars"]["health/active_units"])
     for arm, seeds in found.items():
