@@ -46,6 +46,7 @@ from benchmark import hypotheses as hypotheses_lib
 from benchmark import results as results_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
+from benchmark.data import change
 from benchmark.errors import UserError, cli_main, run_command
 from benchmark.stats import drop_test
 from perturbations.artefact import artefact_warnings
@@ -743,8 +744,9 @@ def arm_size_lines(rows: list[dict], missing: list[str]) -> list[str]:
     lines = ["## How much each arm changes the images", "",
              "Against the original images: L∞ (what paper 002 matched its noise control "
              "in), mean |x′ − x| and energy per image (Σ over its pixels of (x′ − x)², what a "
-             "squared-error objective sees), on every image of a dataset of at most 65,536, "
-             "else a seeded sample of 4,096 (`benchmark/data/change.py`). Arms equal in one "
+             "squared-error objective sees), on every image of a dataset of at most "
+             f"{change.SAMPLE_ABOVE:,}, else a seeded sample of {change.SAMPLE:,} "
+             "(`benchmark/data/change.py`). Arms equal in one "
              "of them can differ several-fold in another.", ""]
     if rows:
         lines += ["| dataset | variant | eps | L∞ | mean abs(x′ − x) | energy per image | "
