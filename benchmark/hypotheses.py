@@ -23,6 +23,10 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
               'equivalence': H1 |mean(original) − mean(variant)| < margin, TOST;
               'drop_difference': H1 drop(variant) > drop(versus), one-sided Welch of
               versus against variant (the original mean cancels, see stats.drop_difference);
+              'noninferiority': H1 drop(variant) − drop(versus) < margin, one-sided
+              Welch of versus against variant with the null at the margin: a drop no
+              larger than the control's by the margin or more (a null that rules out an
+              effect of the margin's size, where 'drop_difference' cannot)
               'greater': H1 mean(model, setting) − mean(versus_model, versus_setting) > 0
               on one variant (default 'original'), one-sided Welch: one method against
               another (PCL against the AE)
@@ -33,9 +37,9 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
     metric    report column, e.g. 'MIG' (default), 'DCI-D'
     alpha     level (default 0.05; equal within a family)
     family    hypotheses of one family are Holm-adjusted together (default 'primary')
-    margin    equivalence margin in the metric's units, or instead
-    margin_of a model whose observed drop (same dataset, variant, metric) times
-              margin_fraction (default 0.5) is the margin
+    margin    equivalence or non-inferiority margin in the metric's units, or instead
+    margin_of (equivalence only) a model whose observed drop (same dataset, variant,
+              metric) times margin_fraction (default 0.5) is the margin
     claim     the sentence shown (default: written from the fields)
 """
 
@@ -52,6 +56,8 @@ TESTS = {
                    "mean({variant})) < margin",
     "drop_difference": "one-sided Welch of {versus} against {variant}; alternative: "
                        "drop({variant}) > drop({versus})",
+    "noninferiority": "one-sided Welch of {versus} against {variant} at the margin; "
+                      "alternative: drop({variant}) − drop({versus}) < {margin:g}",
     "greater": "one-sided Welch; alternative: mean({model}{setting_shown}) − "
                "mean({versus_model}{versus_setting_shown}) > 0 on {variant} data",
 }
@@ -93,6 +99,14 @@ def normalise(hypotheses) -> list[dict]:
         if alphas.setdefault(h["family"], h["alpha"]) != h["alpha"]:
             raise ValueError(f"{where}: family {h['family']!r} mixes alpha "
                              f"{alphas[h['family']]} and {h['alpha']}; use one per family")
+        if h["test"] == "noninferiority" and ("margin" not in h or "margin_of" in h):
+            raise ValueError(f"{where}: a non-inferiority test needs 'margin' (a number in "
+                             "the metric's units), not 'margin_of'")
+        if h["test"] == "noninferiority":
+            if not isinstance(h["margin"], (int, float)) or not h["margin"] > 0:
+                raise ValueError(f"{where}: margin must be a number > 0, found "
+                                 f"{h['margin']!r}")
+            h["margin"] = float(h["margin"])
         if h["test"] == "equivalence":
             if ("margin" in h) == ("margin_of" in h):
                 raise ValueError(f"{where}: an equivalence test needs exactly one of "
@@ -118,7 +132,8 @@ def check_grid(hypotheses: list[dict], models, datasets, variants, model_variant
     grid = {"model": set(models), "dataset": set(datasets),
             "variant": {v.split("@")[0] for v in variants}}
     for h in hypotheses:
-        compared = ([h["variant"], h["versus"]] if h["test"] == "drop_difference"
+        compared = ([h["variant"], h["versus"]]
+                    if h["test"] in ("drop_difference", "noninferiority")
                     else [h["variant"]] if h["test"] == "greater"
                     else ["original", h["variant"]])
         needs = {"model": [h["model"], h.get("margin_of", h["model"]),
@@ -148,14 +163,19 @@ def _claim(h: dict) -> str:
     if h["test"] == "greater":
         versus = h["versus_model"] + (f" ({h['versus_setting']})" if h["versus_setting"] else "")
         return f"{subject} is higher than {versus}'s on {h['variant']} data"
+    if h["test"] == "noninferiority":
+        return (f"{subject} drops on {h['variant']} data by less than {h['margin']:g} more "
+                f"than on {h['versus']} data")
     return f"{subject} drops more on {h['variant']} than on {h['versus']} data"
 
 
 def evaluate(hypotheses: list[dict], values) -> list[dict]:
     """One row per hypothesis (normalised), in order: the hypothesis' fields plus
-    'test_name' (the test in words), 'margin' (None unless equivalence), 'estimate' (the
-    drop, the difference of means, or the difference of drops), 'ci_low', 'ci_high'
-    (95 % Welch t interval; the (1 − 2α) interval for equivalence), 'n' (seeds of each
+    'test_name' (the test in words), 'margin' (None unless equivalence or
+    non-inferiority), 'estimate' (the drop, the difference of means, or the difference of
+    drops), 'ci_low', 'ci_high' (95 % Welch t interval; the (1 − 2α) interval for
+    equivalence and non-inferiority, whose upper end is below the margin exactly when the
+    one-sided test rejects), 'n' (seeds of each
     group, e.g. '5 / 6'), 'p', 'p_holm' (Holm over the family's tested hypotheses) and
     'outcome' ('supported', 'not supported' or 'not testable: <why>').
     values(model, dataset, variant, setting, metric) -> list of kept runs' scores."""
@@ -163,7 +183,8 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
     for h in hypotheses:
         shown = {f"{key}_shown": f" ({h[key]})" if h.get(key) else ""
                  for key in ("setting", "versus_setting")}
-        row = {**h, "test_name": TESTS[h["test"]].format(**h, **shown), "margin": None,
+        row = {**h, "test_name": TESTS[h["test"]].format(**h, **shown),
+               "margin": h.get("margin") if h["test"] == "noninferiority" else None,
                "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}
         try:
             row.update(_test(h, values))
@@ -210,6 +231,12 @@ def _test(h: dict, values) -> dict:
         low, high = stats.welch_ci(versus, variant)
         return {"estimate": result["diff"], "ci_low": low, "ci_high": high,
                 "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
+    if h["test"] == "noninferiority":
+        versus = _group(values, h, h["model"], h["versus"])
+        result = stats.welch(versus, variant, "less", null=float(h["margin"]))
+        low, high = stats.welch_ci(versus, variant, 1 - 2 * h["alpha"])
+        return {"margin": float(h["margin"]), "estimate": result["diff"], "ci_low": low,
+                "ci_high": high, "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
     original = _group(values, h, h["model"], "original")
     if h["test"] == "drop":
         drop = stats.drop_test(original, variant)

@@ -669,7 +669,11 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
              + (", or the difference of two methods' means (greater: model − versus model)"
                 if any(row["test"] == "greater" for row in rows) else "")
              + ", with its 95 % Welch t interval (equivalence: the "
-             "(1 − 2α) interval, which must lie inside ±margin); p (Holm): adjusted within "
+             "(1 − 2α) interval, which must lie inside ±margin"
+             + ("; non-inferiority: the (1 − 2α) interval of the difference of drops, whose "
+                "top must lie below the margin"
+                if any(row["test"] == "noninferiority" for row in rows) else "")
+             + "); p (Holm): adjusted within "
              "each family; supported when it is below α.", ""]
     if amended:
         lines += ["**Amended:** study.json's earlier settings (`previous_settings`) hold other "
@@ -680,7 +684,8 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
     for r in rows:
         estimate = "—" if r["estimate"] is None else (
             f"{r['estimate']:+.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
-        margin = "—" if r["margin"] is None else f"±{r['margin']:.3f}"
+        margin = "—" if r["margin"] is None else (
+            f"< {r['margin']:.3f}" if r["test"] == "noninferiority" else f"±{r['margin']:.3f}")
         lines.append(f"| {r['id']} | {r['claim']} | {r['test_name']} | {r['family']} | "
                      f"{r['alpha']:g} | {margin} | {estimate} | {r['n'] or '—'} | "
                      f"{_p(r['p'])} | {_p(r['p_holm'])} | {r['outcome']} |")

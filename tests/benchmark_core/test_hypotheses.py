@@ -153,3 +153,39 @@ def test_greater_compares_two_methods_or_settings_on_one_variant():
         hypotheses.check_grid(hypotheses.normalise([
             {"id": "G", "test": "greater", "model": "pcl", "versus_model": "vae",
              "dataset": "dsprites"}]), ["pcl", "ae"], ["dsprites"], ["original"])
+
+
+def test_noninferiority_bounds_the_extra_drop_against_scipy():
+    """drop(modified) − drop(noisy) = mean(noisy) − mean(modified) < margin: scipy's
+    one-sided Welch of (noisy − margin) against modified; a small extra drop passes at a
+    wide margin and fails at a narrow one, and its 90 % interval's top end says which."""
+    data = {"original": [0.30, 0.32, 0.28, 0.31], "modified": [0.24, 0.26, 0.23, 0.25],
+            "noisy": [0.25, 0.27, 0.26, 0.24]}
+
+    def values(model, dataset, variant, setting, metric):
+        return data.get(variant, [])
+
+    declared = hypotheses.normalise([
+        {"id": "N1", "test": "noninferiority", "model": "beta_vae", "dataset": "dsprites",
+         "margin": 0.08},
+        {"id": "N2", "test": "noninferiority", "model": "beta_vae", "dataset": "dsprites",
+         "margin": 0.005, "family": "narrow"}])
+    assert declared[0]["claim"] == ("beta_vae MIG on dsprites drops on modified data by less "
+                                    "than 0.08 more than on noisy data")
+    rows = {r["id"]: r for r in hypotheses.evaluate(declared, values)}
+    noisy, modified = np.array(data["noisy"]), np.array(data["modified"])
+    for key, margin, outcome in (("N1", 0.08, "supported"), ("N2", 0.005, "not supported")):
+        p = sp.ttest_ind(noisy - margin, modified, equal_var=False, alternative="less").pvalue
+        assert rows[key]["p"] == pytest.approx(p)
+        assert rows[key]["estimate"] == pytest.approx(noisy.mean() - modified.mean())
+        assert rows[key]["margin"] == margin and rows[key]["outcome"] == outcome
+        assert (rows[key]["ci_high"] < margin) == (outcome == "supported")
+    hypotheses.check_grid(declared, ["beta_vae"], ["dsprites"], ["original", "modified"] +
+                          ["noisy@0.1"])
+    with pytest.raises(ValueError, match=r"variant \['noisy'\]"):
+        hypotheses.check_grid(declared, ["beta_vae"], ["dsprites"], ["original", "modified"])
+    for bad, message in (({}, "needs 'margin'"), ({"margin_of": "pcl"}, "needs 'margin'"),
+                         ({"margin": -0.1}, "number > 0"), ({"margin": "0.1"}, "number > 0")):
+        with pytest.raises(ValueError, match=message):
+            hypotheses.normalise([{"id": "N", "test": "noninferiority", "model": "m",
+                                   "dataset": "d", **bad}])

@@ -331,3 +331,19 @@ def test_each_arms_size_is_listed_and_an_unmeasured_arm_is_named(study, tmp_path
     (samples / "dsprites_modified.change.json").write_text(json.dumps({"dataset": "x"}))
     with pytest.raises(report.ReportError, match="dsprites_modified.change.json: expected"):
         report.write_report(study, tmp_path / "again")
+
+
+def test_noninferiority_hypothesis_in_the_report(tmp_path):
+    """The margin reads '< m' (one-sided), not '±m', and the interval's rule is stated."""
+    study = tmp_path / "ni"
+    for i, v in enumerate(ORIGINAL[:3]):
+        _result(study / "runs" / f"o{i}", "beta_vae", "original", i, v, 0.5)
+        _result(study / "runs" / f"n{i}", "beta_vae", "noisy", i, v - 0.02, 0.5, eps=0.1)
+        _result(study / "runs" / f"m{i}", "beta_vae", "modified", i, v - 0.03, 0.5, eps=0.1)
+    (study / "study.json").write_text(json.dumps({"settings": {"hypotheses": [
+        {"id": "N1", "test": "noninferiority", "model": "beta_vae", "dataset": "dsprites",
+         "margin": 0.2}]}}))
+    text = report.write_report(study, tmp_path / "out").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| N1 |"))
+    assert "< 0.200" in row and "±" not in row and "| supported |" in row
+    assert "non-inferiority: the (1 − 2α) interval" in text
