@@ -12,8 +12,9 @@ written there:
 
 It reads each run's curves.json (points written every 5,000 steps, also while the runs
 are still training), so it can be run at any time: before every step <= 30,000 of both
-seeds has a point and none passes, the answer is 'undecided'. Writes gate.json beside this
-file (atomically) and prints it.
+seeds has a point and none passes, the answer is 'undecided'. Writes gate.json and
+curves.png (MIG, DCI-D and active dims of each seed against the step, the thresholds
+drawn) beside this file (atomically) and prints the decision.
 
     python results/feasibility_dsprites_cpu/gate.py
 """
@@ -27,7 +28,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from benchmark.atomic import write_json  # noqa: E402
+from benchmark.atomic import atomic_path, write_json  # noqa: E402
 
 SEEDS = (0, 1)
 EVERY, LAST_STEP = 5000, 30000
@@ -59,6 +60,28 @@ def step_verdict(points: list) -> dict:
             "checks": checks, "passes": all(checks.values())}
 
 
+def figure(by_seed: dict, path: pathlib.Path) -> None:
+    """Each seed's MIG, DCI-D and active dims against the step; the gate's thresholds."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(12, 3.4))
+    axes = fig.subplots(1, 3)
+    for seed in SEEDS:
+        steps = sorted(by_seed[seed])
+        for ax, key in zip(axes, ("metric/mig", "metric/dci/disentanglement",
+                                  "health/active_units")):
+            ax.plot(steps, [by_seed[seed][s][key] for s in steps], "o-", label=f"seed {seed}")
+    axes[0].axhline(MIN_MEDIAN_MIG, color="grey", ls="--", label="median needed")
+    axes[2].axhline(5, color="grey", ls="--", label="5 factors")
+    for ax, title in zip(axes, ("MIG", "DCI disentanglement", "active dims")):
+        ax.axvline(LAST_STEP, color="grey", ls=":")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.legend(fontsize=7)
+    with atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+
+
 def main() -> dict:
     by_seed = curves()
     common = sorted(set(by_seed[SEEDS[0]]) & set(by_seed[SEEDS[1]]))
@@ -78,7 +101,11 @@ def main() -> dict:
            "steps": {str(k): v for k, v in verdicts.items()},
            "points_per_seed": {str(s): sorted(by_seed[s]) for s in SEEDS}}
     write_json(HERE / "gate.json", out)
-    print(json.dumps(out, indent=1))
+    if any(by_seed.values()):
+        figure(by_seed, HERE / "curves.png")
+    print(json.dumps({k: out[k] for k in ("decision", "length")}),
+          *(f"{k}: MIG {v['mig']}, active {v['active_dims']}, passes {v['passes']}"
+            for k, v in out["steps"].items()), sep="\n")
     return out
 
 
