@@ -180,3 +180,35 @@ def test_preview_of_a_reduced_dataset_measures_its_own_images(tmp_path):
     bad = _cli("preview", "--dataset=dsprites", "--fixed_factors=shape=1", f"--out={out}")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("error: --fixed_factors: expected")
+
+
+def test_match_command_finds_the_energy_matched_eps(tmp_path):
+    """`match`: noise matched in energy to noise of eps 0.1 is eps 0.1 (a known answer);
+    a wave arm matched to it carries the same energy per image, as measured by
+    benchmark/data/change.py on every one of the ellipse's 1,024 images."""
+    out = tmp_path / "match.json"
+    result = _cli("match", "--dataset=dsprites", "--variant=noisy", "--eps=0.1",
+                  "--source=procedural", "--match_arms=noisy,wave",
+                  "--fixed_factors={'shape': 1, 'scale': 5, 'orientation': 0}", f"--out={out}")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(out.read_text())
+    target = found["reference"]["change"]["energy_per_image"]
+    assert found["power"] == 2 and found["reference"]["change"]["images"] == 1024
+    assert found["matched"]["noisy"]["eps"] == pytest.approx(0.1, rel=1e-3)
+    for arm in ("noisy", "wave"):
+        assert found["matched"][arm]["change"]["energy_per_image"] == pytest.approx(
+            target, rel=1e-3)
+    assert json.loads(result.stdout.strip().splitlines()[-2]).keys() == {"noisy", "wave"}
+    assert result.stdout.strip().splitlines()[-1] == str(out)
+    by_mean_abs = _cli("match", "--dataset=dsprites", "--variant=noisy", "--eps=0.1",
+                       "--source=procedural", "--match_arms=wave", "--match_power=1",
+                       "--fixed_factors={'shape': 1, 'scale': 5, 'orientation': 0}",
+                       f"--out={out}")
+    assert by_mean_abs.returncode == 0, by_mean_abs.stderr
+    wave = json.loads(out.read_text())["matched"]["wave"]
+    assert wave["change"]["mean_abs"] == pytest.approx(
+        found["reference"]["change"]["mean_abs"], rel=1e-3)
+    assert wave["eps"] != pytest.approx(found["matched"]["wave"]["eps"], rel=1e-3)
+    refused = _cli("match", "--dataset=dsprites", "--variant=original", f"--out={out}")
+    assert refused.returncode != 0
+    assert "expected --variant to be a perturbed variant" in refused.stderr
