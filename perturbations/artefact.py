@@ -265,8 +265,10 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
 
     eps overrides the artefact's strength (the robustness sweep of the report).
     texture: the 'modified_texture' control of a manipulation artefact instead: the same
-    pattern E_w m(w) (`mean_manipulation`) added to every image, so it changes the images
-    by about as much as m(w) but adds no variance along the factors (issue 14 item 5)."""
+    pattern E_w m(w) (`mean_manipulation`) added to every image: m's mean, without its
+    variance along the factors (issue 14 item 5). At the same eps it changes the images
+    less than m(w) does, the more so the more of m depends on w (2-factor ellipse
+    artefact: mean |dx| 7x less; `python -m benchmark.data match` sizes it)."""
     metadata = read_metadata(directory)
     check_artefact_matches(data, directory, metadata)
     strength = check_eps(metadata["eps"] if eps is None else eps,
