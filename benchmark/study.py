@@ -80,7 +80,7 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
                    source: str = "auto", hypotheses=(), scope: str = "",
-                   model_variants=None, battery=None) -> dict:
+                   model_variants=None, battery=None, cell_seeds=None) -> dict:
     """The grid.
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
@@ -104,6 +104,9 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     model_variants: {model name: [variants]}: a model trained on only some of the study's
       variants (e.g. the AE, the floor, on 'original' alone); other models train on all.
       Absent from the settings when empty.
+    cell_seeds: {'model' or 'model/variant': [seeds]}: fewer seeds for a model or for one
+      of its cells (e.g. a secondary control arm), a subset of `seeds`; the more specific
+      key wins. Absent from the settings when empty.
     battery: what the arms mean when the study is an audit's reference
       (benchmark/audit.py), `check_battery`; absent from the settings when empty.
     """
@@ -141,6 +144,20 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                              f"of study.variants ({list(variants)}), found {subset}")
     if model_variants:
         settings["model_variants"] = model_variants
+    cell_seeds = {str(k): [int(s) for s in v] for k, v in dict(cell_seeds or {}).items()}
+    for key, subset in cell_seeds.items():
+        model, _, variant = key.partition("/")
+        if model not in models or (variant and variant not in
+                                   model_variants.get(model, variants)):
+            raise ValueError(f"study.cell_seeds: expected keys 'model' or 'model/variant' of "
+                             f"the grid (models {sorted(models)}, variants {list(variants)}), "
+                             f"found {key!r}")
+        odd = [seed for seed in subset if seed not in settings["seeds"]]
+        if odd or not subset:
+            raise ValueError(f"study.cell_seeds[{key!r}]: expected a non-empty subset of "
+                             f"study.seeds ({settings['seeds']}), found {subset}")
+    if cell_seeds:
+        settings["cell_seeds"] = cell_seeds
     if battery:
         settings["battery"] = check_battery(battery, variants)
     registered = hypotheses_lib.normalise(hypotheses)
@@ -194,6 +211,13 @@ def check_battery(battery, variants) -> dict:
     return out
 
 
+def seeds_of(settings: dict, model: str, variant: str) -> list[int]:
+    """The seeds of one cell: study.cell_seeds' 'model/variant', else its 'model', else
+    study.seeds."""
+    chosen = settings.get("cell_seeds", {})
+    return chosen.get(f"{model}/{variant}", chosen.get(model, settings["seeds"]))
+
+
 def expand(settings: dict) -> list[RunSpec]:
     """Every run of the grid, in a stable order, seed-major (all cells of the first seed,
     then of the second, ...)."""
@@ -214,7 +238,7 @@ def expand(settings: dict) -> list[RunSpec]:
                 for value in values:
                     hyper = [] if param is None else [f"{param} = {value!r}"]
                     tag = "" if param is None else f"_{param.split('.')[-1]}={value}"
-                    for seed in settings["seeds"]:
+                    for seed in seeds_of(settings, model, variant):
                         variant_tag = base + (f"@{float(eps):g}" if eps else "")
                         specs.append(RunSpec(
                             f"{model}_{dataset}_{variant_tag}{tag}_seed{seed}",

@@ -84,6 +84,29 @@ def test_model_variants_train_a_model_on_a_subset_of_the_variants(tmp_path):
     study.study_settings(**common, hypotheses=[drop])
 
 
+def test_cell_seeds_give_a_model_or_one_cell_fewer_seeds(tmp_path):
+    common = dict(name="g", output_dir=str(tmp_path), seeds=[0, 1, 2, 3],
+                  models={"beta_vae": "b.gin", "pcl": "p.gin"},
+                  variants=["original", "modified_texture@1", "noisy@0.1"],
+                  artefacts={"dsprites": {"modified_texture": "a"}},
+                  model_variants={"pcl": ["original"]})
+    settings = study.study_settings(**common, cell_seeds={"pcl": [0, 1],
+                                                          "beta_vae/noisy@0.1": [2]})
+    names = [s.name for s in study.expand(settings)]
+    assert len(names) == 2 * 4 + 1 + 2
+    assert "beta_vae_dsprites_noisy@0.1_seed2" in names
+    assert "beta_vae_dsprites_noisy@0.1_seed0" not in names
+    assert "pcl_dsprites_original_seed1" in names and "pcl_dsprites_original_seed2" not in names
+    assert names.index("pcl_dsprites_original_seed1") < names.index(   # still seed-major
+        "beta_vae_dsprites_original_seed2")
+    assert "cell_seeds" not in study.study_settings(**common)   # old studies unchanged
+    for wrong, message in (({"pcl": [7]}, "subset of study.seeds"),
+                           ({"pcl/noisy@0.1": [0]}, "found 'pcl/noisy@0.1'"),
+                           ({"ae": [0]}, "found 'ae'"), ({"pcl": []}, "non-empty")):
+        with pytest.raises(ValueError, match=message):
+            study.study_settings(**common, cell_seeds=wrong)
+
+
 @pytest.mark.slow
 def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     out = tmp_path / "study"
