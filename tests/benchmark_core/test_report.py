@@ -347,3 +347,26 @@ def test_noninferiority_hypothesis_in_the_report(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| N1 |"))
     assert "< 0.200" in row and "±" not in row and "| supported |" in row
     assert "non-inferiority: the (1 − 2α) interval" in text
+
+
+def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
+    """The retraining study's two noise controls: paper 002's noisy@0.1 (its default
+    strength, labelled 'noisy') and the energy-matched noisy@0.0473. A hypothesis names
+    the matched one in full and the paper's one as 'noisy'; each must find its own arm."""
+    root = tmp_path / "s"
+    for i, v in enumerate(ORIGINAL):
+        _result(root / "runs" / f"o{i}", "beta_vae", "original", i, v, 0.5)
+        _result(root / "runs" / f"m{i}", "beta_vae", "modified", i, v - 0.10, 0.5, eps=0.1)
+        _result(root / "runs" / f"l{i}", "beta_vae", "noisy", i, v - 0.09, 0.5, eps=0.1)
+        _result(root / "runs" / f"e{i}", "beta_vae", "noisy", i, v + 0.02 * i, 0.5,
+                eps=0.0473)
+    both = [{"id": f"H{i}", "test": "drop_difference", "model": "beta_vae",
+             "dataset": "dsprites", "versus": versus}
+            for i, versus in enumerate(("noisy@0.0473", "noisy"))]
+    (root / "study.json").write_text(json.dumps({"settings": {"hypotheses": both}}))
+    matched, paper = report.hypothesis_rows(report.read_study(root),
+                                            report.group(report.load_runs(root))[0])
+    assert matched["n"] == paper["n"] == "4 / 4"
+    matched_means = np.mean(ORIGINAL) + 0.02 * 1.5 - (np.mean(ORIGINAL) - 0.10)
+    assert matched["estimate"] == pytest.approx(matched_means)
+    assert paper["estimate"] == pytest.approx(0.01)
