@@ -14,7 +14,8 @@ includes flattened), canonicalised:
   where one is found) adds `data.file_sha256`, its content hash;
 - bindings that change neither what is trained nor what is measured dropped
   (`IGNORED`: how often to log, checkpoint or score a learning-curve point; resume is
-  exact whatever the period, and a curve point does not touch training), and
+  exact whatever the period, and a curve point does not touch training; the shorter run
+  of the same configuration a run started from, `run.start_from`, which is a resume), and
   settings bound to the default they had before they existed (`DEFAULTS`: run.threads).
 The fingerprint is the SHA-256 of the canonical bindings (JSON, sorted); the suite version
 is recorded beside it (`fingerprint.json`) but not hashed, so a version bump does not orphan
@@ -43,7 +44,8 @@ from benchmark.errors import UserError
 from benchmark.machine import DEFAULT_THREADS
 
 FILE_NAME = "fingerprint.json"
-IGNORED = frozenset({"run.log_every", "run.checkpoint_every", "run.eval_every"})
+IGNORED = frozenset({"run.log_every", "run.checkpoint_every", "run.eval_every",
+                     "run.start_from"})
 
 
 class ConfigMismatch(UserError, ValueError):

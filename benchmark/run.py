@@ -10,6 +10,8 @@ run directory:
     fingerprint.json       the run's identity: fingerprint of its gin configuration
                            (benchmark/fingerprint.py) and the suite version
     run_manifest.json      what this run wrote (all that --overwrite removes)
+    started_from.json      (run.start_from only) the shorter run of the same
+                           configuration whose last checkpoint this run trained on from
     arrays.npz             per-factor vectors and matrices of the scores (load with
                            allow_pickle=False; benchmark/results.py)
     results.json           written last: a run directory without it is not finished;
@@ -77,7 +79,7 @@ def define_flags() -> None:
 #: what a run writes into its directory; run_manifest.json lists those it has written
 OUTPUTS = ("operative_config.gin", fingerprint_lib.FILE_NAME, "checkpoints", "tb",
            "eval_codes.npz", "reconstructions.png", "traversals.png", "arrays.npz",
-           "results.json")
+           "results.json", "started_from.json")
 MANIFEST = "run_manifest.json"
 
 
@@ -109,7 +111,8 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  pair_rate: float = 6.0, health_points: int = 1000,
                  figures: bool = True, precision: str = "float32",
                  shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS,
-                 metric_points: int | None = None, eval_every: int = 0) -> dict:
+                 metric_points: int | None = None, eval_every: int = 0,
+                 start_from: str | None = None) -> dict:
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -135,6 +138,12 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
       metrics and active dims as it will at the end, into curves.json and TensorBoard
       ('eval/...'): a learning curve. It does not change training (not in the
       fingerprint).
+    start_from: a run directory of this very configuration but for run.steps (fewer or as
+      many), e.g. a shorter study's run: a run with no checkpoint of its own starts from
+      that run's last checkpoint (model, optimisers, step) and its learning curve's points
+      up to it, and trains on. The batches and latent noise of step b depend on (seed, b)
+      alone, so this is a resume (as exact as one; tests/benchmark_core/test_run.py) and
+      not in the fingerprint; STARTED_FROM records where it started.
     Every value is checked here, before any data is loaded or step trained (RunError).
     """
     if precision not in ("float32", "mixed_bfloat16"):
@@ -163,6 +172,9 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
         metrics_lib.check_names(metrics)
     except ValueError as error:
         raise RunError(f"run.metrics: {error}") from None
+    if start_from is not None and not (isinstance(start_from, str) and start_from):
+        raise RunError(f"run.start_from must be a run directory (text) or None, found "
+                       f"{start_from!r}")
     if not isinstance(shared_eval_sample, bool):
         raise RunError(f"run.shared_eval_sample must be True or False, found "
                        f"{shared_eval_sample!r}")
@@ -174,7 +186,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                 log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
                 health_points=health_points, figures=figures, precision=precision,
                 shared_eval_sample=shared_eval_sample, threads=threads,
-                metric_points=metric_points, eval_every=eval_every)
+                metric_points=metric_points, eval_every=eval_every, start_from=start_from)
 
 
 def make_stream(model, data, settings: dict, first_batch: int):
@@ -405,6 +417,9 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
             logging.warning("data.artefact %s: %s", data.describe().get("artefact"), warning)
         if overwrite:                               # ... before anything is removed
             prepare_directory(output_dir, ident, overwrite=True)
+        if settings["start_from"]:
+            start_from_run(output_dir, pathlib.Path(settings["start_from"]), ident,
+                           settings["steps"])
         try:
             return _train_and_evaluate(model, data, data.describe(), settings, ident,
                                        output_dir)
@@ -413,6 +428,64 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
             raise RunInterrupted(
                 f"interrupted: the last checkpoint is {latest or 'none yet'}; rerun the same "
                 "command to resume from it") from None
+
+
+#: where a run that started from another run's checkpoint (run.start_from) started
+STARTED_FROM = "started_from.json"
+
+
+def start_from_run(output_dir: pathlib.Path, source: pathlib.Path, ident: dict,
+                   steps: int) -> dict | None:
+    """run.start_from: copies `source`'s last checkpoint and its curve points up to it
+    into `output_dir` (which has no checkpoint yet; else None: the run resumes its own)
+    and records {'run_dir', 'step', 'fingerprint'} in STARTED_FROM. RunError when source
+    is not a run of this configuration but for run.steps, or has no checkpoint at or
+    below `steps`. The checkpoint's state file is written last, so a copy killed midway
+    leaves no checkpoint and is made again."""
+    if tf.train.latest_checkpoint(str(output_dir / "checkpoints")):
+        return None
+    where = f"run.start_from = '{source}'"
+    try:
+        held = fingerprint_lib.recorded(source)
+    except ValueError as error:
+        raise RunError(f"{where}: {error}") from None
+    if held is None:
+        raise RunError(f"{where}: expected a run directory (fingerprint.json), found none")
+    ours, theirs = ({k: v for k, v in b.items() if k != "run.steps"}
+                    for b in (ident["bindings"], held["bindings"]))
+    if ours != theirs:
+        differing = sorted(k for k in {*ours, *theirs} if ours.get(k) != theirs.get(k))
+        raise RunError(f"{where}: expected a run of this configuration but for run.steps, "
+                       f"found one that differs in {', '.join(differing)}")
+    latest = tf.train.latest_checkpoint(str(source / "checkpoints"))
+    if latest is None:
+        raise RunError(f"{where}: expected checkpoints/ with a checkpoint, found none")
+    step = int(latest.rsplit("-", 1)[1])
+    if step > steps:
+        raise RunError(f"{where}: its last checkpoint is at step {step}, past this run's "
+                       f"run.steps = {steps}")
+    _claim(output_dir, "checkpoints", CURVES, STARTED_FROM)
+    target = output_dir / "checkpoints"
+    target.mkdir(parents=True, exist_ok=True)
+    for path in pathlib.Path(latest).parent.glob(pathlib.Path(latest).name + ".*"):
+        with atomic_path(target / path.name, ".part") as tmp:
+            shutil.copyfile(path, tmp)
+    curve = source / CURVES
+    if curve.is_file():
+        try:
+            points = [p for p in json.loads(curve.read_text())["points"] if p["step"] <= step]
+        except (ValueError, KeyError, TypeError) as error:
+            raise RunError(f"{where}: {curve} is not a learning curve ({error})") from None
+        write_json(output_dir / CURVES, {"points": points})
+    record = {"run_dir": str(source.resolve()), "step": step,
+              "fingerprint": held["fingerprint"]}
+    write_json(output_dir / STARTED_FROM, record)
+    name = pathlib.Path(latest).name            # TensorFlow's checkpoint state, text proto
+    with atomic_path(target / "checkpoint", ".tmp") as tmp:
+        tmp.write_text(f'model_checkpoint_path: "{name}"\n'
+                       f'all_model_checkpoint_paths: "{name}"\n')
+    logging.info("starting from %s at step %d (run.start_from)", latest, step)
+    return record
 
 
 def _build(settings: dict) -> tuple:

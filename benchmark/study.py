@@ -80,7 +80,8 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
                    source: str = "auto", hypotheses=(), scope: str = "",
-                   model_variants=None, battery=None, cell_seeds=None) -> dict:
+                   model_variants=None, battery=None, cell_seeds=None,
+                   start_from: str | None = None) -> dict:
     """The grid.
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
@@ -107,6 +108,10 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     cell_seeds: {'model' or 'model/variant': [seeds]}: fewer seeds for a model or for one
       of its cells (e.g. a secondary control arm), a subset of `seeds`; the more specific
       key wins. Absent from the settings when empty.
+    start_from: a study directory whose runs are this study's at fewer steps (e.g. a pool
+      trained on to a longer length): each run with a namesake under its runs/ starts
+      from that run's last checkpoint (run.start_from, benchmark/run.py: a resume, with
+      the same fingerprint as a run from scratch). Absent from the settings when None.
     battery: what the arms mean when the study is an audit's reference
       (benchmark/audit.py), `check_battery`; absent from the settings when empty.
     """
@@ -158,6 +163,12 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                              f"study.seeds ({settings['seeds']}), found {subset}")
     if cell_seeds:
         settings["cell_seeds"] = cell_seeds
+    if start_from is not None:
+        if not (isinstance(start_from, str) and os.path.isdir(os.path.join(start_from,
+                                                                             "runs"))):
+            raise ValueError(f"study.start_from: expected a study directory with runs/, "
+                             f"found {start_from!r}")
+        settings["start_from"] = os.path.abspath(start_from)
     if battery:
         settings["battery"] = check_battery(battery, variants)
     registered = hypotheses_lib.normalise(hypotheses)
@@ -240,10 +251,14 @@ def expand(settings: dict) -> list[RunSpec]:
                     tag = "" if param is None else f"_{param.split('.')[-1]}={value}"
                     for seed in seeds_of(settings, model, variant):
                         variant_tag = base + (f"@{float(eps):g}" if eps else "")
+                        name = f"{model}_{dataset}_{variant_tag}{tag}_seed{seed}"
+                        source = os.path.join(settings.get("start_from", ""), "runs", name)
+                        start = ([f"run.start_from = '{source}'"]
+                                 if settings.get("start_from") and os.path.isdir(source)
+                                 else [])
                         specs.append(RunSpec(
-                            f"{model}_{dataset}_{variant_tag}{tag}_seed{seed}",
-                            (gin_file.format(dataset=dataset),),
-                            tuple([*settings["bindings"], *data, *hyper,
+                            name, (gin_file.format(dataset=dataset),),
+                            tuple([*settings["bindings"], *data, *hyper, *start,
                                    f"run.seed = {seed}"])))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):

@@ -364,3 +364,34 @@ def test_a_learning_curve_leaves_training_unchanged_and_is_resumable(tmp_path):
     assert final == json.loads((plain / "results.json").read_text())["scalars"]
     assert fingerprint.recorded(curved)["fingerprint"] == \
         fingerprint.recorded(plain)["fingerprint"]
+
+
+def test_a_run_started_from_a_shorter_run_equals_the_longer_run(tmp_path):
+    """run.start_from: a 4-step run trained on from a 2-step run of the same configuration
+    ends where a 4-step run from scratch ends (a resume), with the same fingerprint, the
+    shorter run's curve point kept and where it started recorded; a source of another
+    configuration, or one past run.steps, is refused before anything is trained."""
+    from benchmark import fingerprint, run
+    short = _run_here(tmp_path / "short", "run.steps = 2", "run.eval_every = 2")
+    scratch = _run_here(tmp_path / "scratch", "run.eval_every = 2")
+    started = _run_here(tmp_path / "started", "run.eval_every = 2",
+                        f"run.start_from = '{short}'")
+    ours = json.loads((started / "results.json").read_text())
+    theirs = json.loads((scratch / "results.json").read_text())
+    assert ours["resumed_from"] == 2 and ours["steps"] == 4
+    for key, value in theirs["scalars"].items():
+        if isinstance(value, float):
+            assert ours["scalars"][key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    assert fingerprint.recorded(started)["fingerprint"] == \
+        fingerprint.recorded(scratch)["fingerprint"]
+    points = json.loads((started / run.CURVES).read_text())["points"]
+    assert [p["step"] for p in points] == [2, 4]
+    assert points[0] == json.loads((short / run.CURVES).read_text())["points"][0]
+    record = json.loads((started / run.STARTED_FROM).read_text())
+    assert record["step"] == 2 and record["run_dir"] == str(short.resolve())
+    assert run.STARTED_FROM in json.loads((started / run.MANIFEST).read_text())
+    with pytest.raises(run.RunError, match="differs in beta_vae.beta"):
+        _run_here(tmp_path / "other", "beta_vae.beta = 2.0", f"run.start_from = '{short}'")
+    with pytest.raises(run.RunError, match="past this run's run.steps = 1"):
+        _run_here(tmp_path / "shorter", "run.steps = 1", f"run.start_from = '{short}'")
+    assert not (tmp_path / "other" / "checkpoints").exists()

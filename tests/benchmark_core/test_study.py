@@ -107,6 +107,21 @@ def test_cell_seeds_give_a_model_or_one_cell_fewer_seeds(tmp_path):
             study.study_settings(**common, cell_seeds=wrong)
 
 
+def test_start_from_points_each_run_at_its_namesake_in_a_shorter_study(tmp_path):
+    shorter = tmp_path / "pool_6k"
+    (shorter / "runs" / "beta_vae_dsprites_original_seed0").mkdir(parents=True)
+    common = dict(name="g", output_dir=str(tmp_path / "pool_12k"), seeds=[0, 1],
+                  models={"beta_vae": "b.gin"})
+    specs = {s.name: s for s in study.expand(study.study_settings(
+        **common, start_from=str(shorter)))}
+    source = shorter / "runs" / "beta_vae_dsprites_original_seed0"
+    assert f"run.start_from = '{source}'" in specs["beta_vae_dsprites_original_seed0"].bindings
+    assert not any("start_from" in b for b in specs["beta_vae_dsprites_original_seed1"].bindings)
+    assert specs["beta_vae_dsprites_original_seed0"].bindings[-1] == "run.seed = 0"
+    with pytest.raises(ValueError, match="study.start_from: expected a study directory"):
+        study.study_settings(**common, start_from=str(tmp_path / "none"))
+
+
 @pytest.mark.slow
 def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     out = tmp_path / "study"
