@@ -4,6 +4,8 @@
 Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
 1. reference beta-VAEs: restarts trained with the runner (or finished run directories
    reused), ranked by MIG; entangled = min MIG, disentangled = max MIG (k + k ensembles);
+   a chosen run without its checkpoints (a study pool in a clone: git keeps none) is
+   retrained from its recorded config and seed and used only if it repeats its MIG;
 2. the manipulation game of perturbations/manipulation.py, trained by the suite's training
    loop (checkpoints, resume after any kill, TensorBoard, progress, NaN stop);
 3. the artefact (m(w) weights + metadata.json, and the references it was made from with
@@ -447,8 +449,11 @@ def plan(settings: dict) -> str:
             lines.append(f"  no references can be chosen: {error}")
             entangled = disentangled = []
         for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
-            lines.append(f"  {side}: " + ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
-                                                   for r in chosen))
+            lines.append(f"  {side}: " + ", ".join(
+                f"{r['run_dir']} (MIG {r['mig']:.3f}"
+                + ("" if references.has_weights(r["run_dir"]) else
+                   "; no checkpoints: retrained first from its gin config and seed, used "
+                   "only if it repeats that MIG") + ")" for r in chosen))
     else:
         lines.append(f"  references: {len(found)} finished so far; {2 * k} are needed")
     occupied = occupied_outputs(settings)
@@ -555,8 +560,10 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
         logging.info("%s: %s", side, ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
                                                 for r in chosen))
-    loaded = {r["run_dir"]: references.load_encoder_decoder(r, data.observation_shape)
-              for r in entangled + disentangled}
+    chosen = {"entangled": entangled, "disentangled": disentangled}
+    weights = reference_weights(chosen, settings)
+    loaded = {run: references.load_encoder_decoder(source, data.observation_shape)
+              for run, (source, _) in weights.items()}
     network = initial_manipulation(data, settings)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
@@ -573,8 +580,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         settings["log_every"], stop_check=manipulation.dead_manipulation_check())
 
     out = pathlib.Path(settings["output_dir"])
-    published = publish_references(out, {"entangled": entangled,
-                                          "disentangled": disentangled}, data)
+    published = publish_references(out, chosen, weights, data)
     describe = lambda r: {"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"],  # noqa: E731
                           "dims_by_posterior_variance": references.dims_by_variance(r),
                           **published[r["run_dir"]]}
@@ -629,19 +635,47 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     return out
 
 
-def publish_references(out: pathlib.Path, chosen: dict, data) -> dict:
+def reference_weights(chosen: dict, settings: dict) -> dict:
+    """{run_dir: (the run whose weights the game loads, where they came from)} for the
+    chosen references ({'entangled': [...], 'disentangled': [...]}): the run itself when
+    it kept its checkpoints or is published ('published_from': 'generation'); else (a
+    pool from a clone: git keeps no checkpoints) the run retrained from its recorded gin
+    config and seed into work_dir/retrained_references/<side><i> (skipped when finished),
+    used only if it repeats the recorded run's MIG within
+    publish_references.DEFAULT_TOLERANCE ('published_from': 'retrained'); a retrained run
+    that does not is refused, never used as a stand-in."""
+    from perturbations import publish_references as republish
+
+    work_dir = pathlib.Path(settings["work_dir"]) / "retrained_references"
+    found = {}
+    for side, runs in chosen.items():
+        for i, reference in enumerate(runs):
+            if references.has_weights(reference["run_dir"]):
+                found[reference["run_dir"]] = (reference, {"published_from": "generation"})
+                continue
+            found[reference["run_dir"]] = republish.source_of(
+                {"run_dir": reference["run_dir"]}, f"{side}{i}", work_dir,
+                republish.DEFAULT_TOLERANCE, accept_different=False,
+                refusal="the game does not use a stand-in for a chosen reference (restore "
+                        "that run's checkpoints/, or choose from a pool trained here)")
+    return found
+
+
+def publish_references(out: pathlib.Path, chosen: dict, weights: dict, data) -> dict:
     """Publishes the chosen references inside the artefact (out/references/<side><i>,
-    perturbations/references.py), replacing any from an earlier generation there; returns
-    {run_dir: {'published': path relative to out, 'sha256': {file: digest},
-    'published_from': 'generation'}}."""
+    perturbations/references.py) from the runs `reference_weights` loaded, replacing any
+    from an earlier generation there; returns {run_dir: {'published': path relative to
+    out, 'sha256': {file: digest}, 'published_from': 'generation' or 'retrained', and
+    'retrained_mig' for a retrained one}}."""
     shutil.rmtree(out / REFERENCES, ignore_errors=True)
     found = {}
     for side, runs in chosen.items():
         for i, reference in enumerate(runs):
+            source, provenance = weights[reference["run_dir"]]
             relative = f"{REFERENCES}/{side}{i}"
-            digests = references.publish(reference, out / relative, data.observation_shape)
+            digests = references.publish(source, out / relative, data.observation_shape)
             found[reference["run_dir"]] = {"published": relative, "sha256": digests,
-                                           "published_from": "generation"}
+                                           **provenance}
     return found
 
 

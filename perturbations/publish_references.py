@@ -48,10 +48,14 @@ def define_flags() -> None:
 
 
 def source_of(entry: dict, side_index: str, work_dir: pathlib.Path,
-              tolerance: float, accept_different: bool) -> tuple[dict, dict]:
+              tolerance: float, accept_different: bool,
+              refusal: str = "it is not the run the artefact was made from "
+                             "(--accept_different publishes it marked as a different run)"
+              ) -> tuple[dict, dict]:
     """(reference to publish, what the metadata records of where it came from) for one
     metadata reference entry; retrains it into work_dir/side_index when its run has no
-    checkpoints."""
+    checkpoints. refusal: what the error says after the two MIGs when a retrained run
+    does not repeat the recorded one."""
     from perturbations import references
 
     recorded_dir = pathlib.Path(entry["run_dir"])
@@ -76,9 +80,7 @@ def source_of(entry: dict, side_index: str, work_dir: pathlib.Path,
                    f"{retrained['mig']:.6f}, the recorded run {recorded['mig']:.6f} "
                    f"(difference {difference:.2g} > tolerance {tolerance:g})")
         if not accept_different:
-            raise references.ReferenceError(message + ": it is not the run the artefact was "
-                                            "made from (--accept_different publishes it "
-                                            "marked as a different run)")
+            raise references.ReferenceError(f"{message}: {refusal}")
         logging.warning("%s; published as a different run", message)
         provenance["published_from"] = "retrained_different"
     return retrained, provenance

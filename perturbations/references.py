@@ -182,6 +182,12 @@ def is_published(run_dir) -> bool:
     return (pathlib.Path(run_dir) / PUBLISHED_RECORD).is_file()
 
 
+def has_weights(run_dir) -> bool:
+    """Whether `run_dir`'s weights can be loaded: a published reference, or a run that kept
+    its checkpoints/ (git keeps neither a study's checkpoints nor its TensorBoard logs)."""
+    return is_published(run_dir) or (pathlib.Path(run_dir) / "checkpoints").is_dir()
+
+
 def verify_published(directory) -> dict:
     """{file: sha256} of a published reference directory, after checking that it lists
     exactly PUBLISHED_FILES and that every file's bytes match; ReferenceError otherwise."""

@@ -292,6 +292,23 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     assert tampered.returncode == 2
     assert "decoder.weights.h5 has SHA-256" in tampered.stderr.strip().splitlines()[-1]
     refs = [str(runs / f"seed{s}") for s in (0, 1)]
+    # A game whose chosen references kept no checkpoints (a pool in a clone) retrains them
+    # from their recorded config and seed and uses them only because they repeat the run.
+    shutil.rmtree(tmp_path / "republish")
+    fresh = [f"generation.fixed_factors = {FIXED!r}", f"generation.reference_runs = {refs!r}",
+             "generation.reference_seeds = []", "generation.eps_sweep = []",
+             "generation.gate_steps = 0"]
+    planned = _generate(tmp_path / "fresh", *fresh, flags=("--dry_run",))
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert planned.stdout.count("no checkpoints: retrained first") == 2
+    regenerated = _generate(tmp_path / "fresh", *fresh)
+    assert regenerated.returncode == 0, regenerated.stderr[-3000:]
+    again = json.loads((tmp_path / "fresh" / "art" / "metadata.json").read_text())
+    for side in ("entangled", "disentangled"):
+        entry = again["references"][side][0]
+        assert entry["run_dir"] in refs and entry["published_from"] == "retrained"
+        assert entry["retrained_mig"] == entry["mig"]
+    assert not any((runs / f"seed{s}" / "checkpoints").exists() for s in (0, 1))
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",
                       f"generation.reference_runs = {refs!r}", "generation.reference_seeds = []")
