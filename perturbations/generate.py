@@ -89,7 +89,7 @@ def occupied_outputs(settings: dict) -> list[pathlib.Path]:
 #: written into work_dir when a generation has written all its outputs
 FINISHED = "generated.json"
 #: where an artefact publishes the references it was generated from (issue 28 step 1)
-REFERENCES = "references"
+REFERENCES = references.IN_ARTEFACT
 
 
 def finished_record(settings: dict) -> dict:
@@ -641,11 +641,9 @@ def reference_weights(chosen: dict, settings: dict) -> dict:
     it kept its checkpoints or is published ('published_from': 'generation'); else (a
     pool from a clone: git keeps no checkpoints) the run retrained from its recorded gin
     config and seed into work_dir/retrained_references/<side><i> (skipped when finished),
-    used only if it repeats the recorded run's MIG within
-    publish_references.DEFAULT_TOLERANCE ('published_from': 'retrained'); a retrained run
-    that does not is refused, never used as a stand-in."""
-    from perturbations import publish_references as republish
-
+    used only if it repeats the recorded run's MIG within references.REPEAT_TOLERANCE
+    ('published_from': 'retrained'); a retrained run that does not is refused, never used
+    as a stand-in."""
     work_dir = pathlib.Path(settings["work_dir"]) / "retrained_references"
     found = {}
     for side, runs in chosen.items():
@@ -653,10 +651,8 @@ def reference_weights(chosen: dict, settings: dict) -> dict:
             if references.has_weights(reference["run_dir"]):
                 found[reference["run_dir"]] = (reference, {"published_from": "generation"})
                 continue
-            found[reference["run_dir"]] = republish.source_of(
-                {"run_dir": reference["run_dir"]}, f"{side}{i}", work_dir,
-                republish.DEFAULT_TOLERANCE, accept_different=False,
-                refusal="the game does not use a stand-in for a chosen reference (restore "
+            found[reference["run_dir"]] = references.weights_source(
+                reference["run_dir"], f"{side}{i}", work_dir, refusal="the game does not use a stand-in for a chosen reference (restore "
                         "that run's checkpoints/, or choose from a pool trained here)")
     return found
 

@@ -30,11 +30,11 @@ import pathlib
 from absl import app, flags, logging
 
 from benchmark.errors import cli_main, run_command, user_errors
+from perturbations import references
 
 FLAGS = flags.FLAGS
 
-#: MIG difference within which a retrained reference counts as the recorded run repeated
-DEFAULT_TOLERANCE = 1e-6
+DEFAULT_TOLERANCE = references.REPEAT_TOLERANCE
 
 
 def define_flags() -> None:
@@ -47,51 +47,11 @@ def define_flags() -> None:
                          "MIG differs from the recorded one, marked as such.")
 
 
-def source_of(entry: dict, side_index: str, work_dir: pathlib.Path,
-              tolerance: float, accept_different: bool,
-              refusal: str = "it is not the run the artefact was made from "
-                             "(--accept_different publishes it marked as a different run)"
-              ) -> tuple[dict, dict]:
-    """(reference to publish, what the metadata records of where it came from) for one
-    metadata reference entry; retrains it into work_dir/side_index when its run has no
-    checkpoints. refusal: what the error says after the two MIGs when a retrained run
-    does not repeat the recorded one."""
-    from perturbations import references
-
-    recorded_dir = pathlib.Path(entry["run_dir"])
-    if (recorded_dir / "checkpoints").is_dir():
-        return references.read_reference(recorded_dir), {"published_from": "run"}
-    if not (recorded_dir / "results.json").is_file():
-        raise references.ReferenceError(
-            f"reference {recorded_dir}: expected its checkpoints/ or at least its "
-            "results.json (the gin config and seed to retrain it from), found neither")
-    recorded = references.read_reference(recorded_dir)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    config_file = work_dir / f"{side_index}.gin"
-    config_file.write_text(recorded["gin_config"])
-    run_dir = work_dir / side_index
-    logging.info("retraining %s (seed %d) into %s", recorded_dir, recorded["seed"], run_dir)
-    references.train_reference([str(config_file)], [], recorded["seed"], run_dir)
-    retrained = references.read_reference(run_dir)
-    difference = abs(retrained["mig"] - recorded["mig"])
-    provenance = {"published_from": "retrained", "retrained_mig": retrained["mig"]}
-    if difference > tolerance:
-        message = (f"reference {recorded_dir}: the retrained run {run_dir} has MIG "
-                   f"{retrained['mig']:.6f}, the recorded run {recorded['mig']:.6f} "
-                   f"(difference {difference:.2g} > tolerance {tolerance:g})")
-        if not accept_different:
-            raise references.ReferenceError(f"{message}: {refusal}")
-        logging.warning("%s; published as a different run", message)
-        provenance["published_from"] = "retrained_different"
-    return retrained, provenance
-
-
 def publish_artefact_references(directory, work_dir=None, tolerance=DEFAULT_TOLERANCE,
                                 accept_different=False) -> dict:
     """Publishes the references of the artefact in `directory` and records them in its
     metadata (module docstring); returns the new metadata."""
-    from perturbations import artefact, diagnostics, references
-    from perturbations.generate import REFERENCES
+    from perturbations import artefact, diagnostics
 
     directory = pathlib.Path(directory)
     data, _, metadata = diagnostics.load_manipulation_artefact(directory)
@@ -105,9 +65,9 @@ def publish_artefact_references(directory, work_dir=None, tolerance=DEFAULT_TOLE
             if references.published_copy(entry, directory):
                 logging.info("%s%d: published before (%s)", side, i, entry["published"])
                 continue
-            reference, provenance = source_of(entry, f"{side}{i}", work_dir, tolerance,
-                                              accept_different)
-            relative = f"{REFERENCES}/{side}{i}"
+            reference, provenance = references.weights_source(
+                entry["run_dir"], f"{side}{i}", work_dir, tolerance, accept_different)
+            relative = f"{references.IN_ARTEFACT}/{side}{i}"
             digests = references.publish(reference, directory / relative,
                                          data.observation_shape)
             updated[side][i] = {**entry, "published": relative, "sha256": digests,

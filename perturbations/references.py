@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 
+from absl import logging
 import gin
 import numpy as np
 
@@ -180,6 +181,53 @@ def _built_model(reference: dict, observation_shape):
 def is_published(run_dir) -> bool:
     """Whether `run_dir` is a published reference (it holds PUBLISHED_RECORD)."""
     return (pathlib.Path(run_dir) / PUBLISHED_RECORD).is_file()
+
+
+#: the folder of an artefact that holds the references it was made from
+IN_ARTEFACT = "references"
+#: MIG difference within which a retrained reference counts as the recorded run repeated
+REPEAT_TOLERANCE = 1e-6
+
+
+def weights_source(run_dir, name: str, work_dir, tolerance: float = REPEAT_TOLERANCE,
+                   accept_different: bool = False,
+                   refusal: str = "it is not the run the artefact was made from "
+                                  "(--accept_different publishes it marked as a different "
+                                  "run)") -> tuple[dict, dict]:
+    """(the reference whose weights stand for the finished run `run_dir`, where they came
+    from): the run itself when it kept its checkpoints/ ('published_from': 'run'); else
+    the run retrained from the gin config and seed its results.json records into
+    work_dir/name (skipped when finished, so callers resume), kept only if its MIG repeats
+    the recorded one within `tolerance` ('retrained', with 'retrained_mig'). A run that
+    does not repeat raises ReferenceError ending in `refusal`, unless accept_different
+    ('retrained_different')."""
+    recorded_dir, work_dir = pathlib.Path(run_dir), pathlib.Path(work_dir)
+    if (recorded_dir / "checkpoints").is_dir():
+        return read_reference(recorded_dir), {"published_from": "run"}
+    if not (recorded_dir / "results.json").is_file():
+        raise ReferenceError(
+            f"reference {recorded_dir}: expected its checkpoints/ or at least its "
+            "results.json (the gin config and seed to retrain it from), found neither")
+    recorded = read_reference(recorded_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    config_file = work_dir / f"{name}.gin"
+    config_file.write_text(recorded["gin_config"])
+    retrained_dir = work_dir / name
+    logging.info("retraining %s (seed %d) into %s", recorded_dir, recorded["seed"],
+                 retrained_dir)
+    train_reference([str(config_file)], [], recorded["seed"], retrained_dir)
+    retrained = read_reference(retrained_dir)
+    difference = abs(retrained["mig"] - recorded["mig"])
+    provenance = {"published_from": "retrained", "retrained_mig": retrained["mig"]}
+    if difference > tolerance:
+        message = (f"reference {recorded_dir}: the retrained run {retrained_dir} has MIG "
+                   f"{retrained['mig']:.6f}, the recorded run {recorded['mig']:.6f} "
+                   f"(difference {difference:.2g} > tolerance {tolerance:g})")
+        if not accept_different:
+            raise ReferenceError(f"{message}: {refusal}")
+        logging.warning("%s; published as a different run", message)
+        provenance["published_from"] = "retrained_different"
+    return retrained, provenance
 
 
 def has_weights(run_dir) -> bool:

@@ -159,10 +159,9 @@ def test_a_reference_without_checkpoints_or_a_published_copy_says_how_to_get_one
 
 def test_a_retrained_reference_that_does_not_repeat_its_run_is_refused(tmp_path,
                                                                        monkeypatch):
-    """perturbations.publish_references: a reference without checkpoints is retrained from
-    its recorded config and seed, and published only if it repeats the recorded MIG."""
-    from perturbations import publish_references
-
+    """references.weights_source (perturbations.publish_references, and the game for a
+    chosen run without checkpoints): a reference without checkpoints is retrained from
+    its recorded config and seed, and used only if it repeats the recorded MIG."""
     recorded = _reference_dir(tmp_path, GOOD_CONFIG, "recorded")
     trained = []
     retrained_mig = {"value": 0.1}
@@ -177,20 +176,20 @@ def test_a_retrained_reference_that_does_not_repeat_its_run_is_refused(tmp_path,
         return run_dir
 
     monkeypatch.setattr(references, "train_reference", fake_train)
-    entry = {"run_dir": str(recorded), "mig": 0.1}
-    reference, provenance = publish_references.source_of(
-        entry, "entangled0", tmp_path / "work", 1e-6, False)
+    reference, provenance = references.weights_source(
+        str(recorded), "entangled0", tmp_path / "work", 1e-6, False)
     assert trained == [(GOOD_CONFIG, 0, tmp_path / "work" / "entangled0")]
     assert provenance == {"published_from": "retrained", "retrained_mig": 0.1}
     assert reference["run_dir"] == str(tmp_path / "work" / "entangled0")
     retrained_mig["value"] = 0.15
     with pytest.raises(references.ReferenceError, match=r"MIG 0.150000, the recorded run "
                                                         r"0.100000.*--accept_different"):
-        publish_references.source_of(entry, "entangled0", tmp_path / "work2", 1e-6, False)
-    _, provenance = publish_references.source_of(entry, "entangled0", tmp_path / "work3",
-                                                 1e-6, True)
+        references.weights_source(str(recorded), "entangled0", tmp_path / "work2", 1e-6,
+                                  False)
+    _, provenance = references.weights_source(str(recorded), "entangled0", tmp_path / "work3",
+                                              1e-6, True)
     assert provenance == {"published_from": "retrained_different", "retrained_mig": 0.15}
     with pytest.raises(references.ReferenceError, match="checkpoints/ or at least its "
                                                         "results.json"):
-        publish_references.source_of({"run_dir": str(tmp_path / "gone")}, "entangled0",
-                                     tmp_path / "work4", 1e-6, False)
+        references.weights_source(str(tmp_path / "gone"), "entangled0", tmp_path / "work4",
+                                  1e-6, False)
