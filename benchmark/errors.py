@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import signal
 import sys
 
 #: exit status of a command stopped by a UserError (absl's usage errors exit 1)
@@ -113,8 +114,14 @@ def run_command(main) -> None:
     """`absl.app.run(main)` with the suite's policy where absl has its own: --help (-h,
     --helpshort; --helpfull with absl's flags too) prints the command's docstring and flags
     on stdout and exits 0, and an unknown or malformed flag is one line `error: ...` on
-    stderr and exit 2 (absl exits 1 for both). `main` goes through `cli_main`."""
+    stderr and exit 2 (absl exits 1 for both). `main` goes through `cli_main`.
+    SIGINT is the suite's stop signal (a run keeps its last checkpoint, a study stops its
+    runs): a command started in the background by a shell (`cmd &`, nohup) inherits it
+    ignored, so it is made to raise KeyboardInterrupt again (its children then start
+    with SIGINT at its default, not ignored)."""
     from absl import app, flags
+
+    restore_interrupt()
 
     def parse(argv):
         asked = [a for a in argv[1:] if a.split("=")[0] in HELP_FLAGS]
@@ -129,6 +136,13 @@ def run_command(main) -> None:
             sys.exit(USER_ERROR_EXIT)
 
     app.run(main, flags_parser=parse)
+
+
+def restore_interrupt() -> None:
+    """SIGINT raises KeyboardInterrupt in this process, where it was ignored (inherited
+    from a background shell); a handler set on purpose is left alone. Main thread only."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def uses_cli_policy(main) -> bool:

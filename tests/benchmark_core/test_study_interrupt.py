@@ -1,6 +1,10 @@
 """Ctrl-C ends a study: runs not started are cancelled, running ones stopped (before,
 the thread pool's exit waited for every queued run, so an interrupted study went on)."""
 
+import pathlib
+import shlex
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -9,6 +13,7 @@ import pytest
 
 from benchmark import processes, study
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 QUICK = [sys.executable, "-c", "pass"]
 
@@ -47,3 +52,31 @@ def test_stop_runs_interrupts_a_run_in_another_thread():
     processes._STOPPING.clear()
     thread.join(10)
     assert out["result"][0] == 130                      # SIGINT: the run's own clean exit
+
+
+def _interrupted_in_background(script: str) -> tuple[int, float]:
+    """(exit status, seconds) of `script` started as a background shell starts a job, with
+    SIGINT ignored (`trap '' INT; exec ...`), then sent SIGINT once it prints 'ready'."""
+    process = subprocess.Popen(
+        ["sh", "-c", f"trap '' INT; exec {shlex.quote(sys.executable)} -c "
+                     f"{shlex.quote(script)}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=60)
+    return process.returncode, time.monotonic() - started
+
+
+def test_a_command_started_in_the_background_still_stops_on_sigint():
+    """`python -m benchmark.study ... &` inherits SIGINT ignored from the shell: without
+    run_command's restore_interrupt, `kill -INT` (the suite's stop signal) would do
+    nothing and the runs it started would ignore it too."""
+    plain = "import time\nprint('ready', flush=True)\ntime.sleep(3)"
+    code, seconds = _interrupted_in_background(plain)
+    assert code == 0 and seconds > 2                  # the control: SIGINT was ignored
+    command = ("import time\nfrom benchmark.errors import cli_main, run_command\n"
+               "@cli_main\ndef main(argv):\n    print('ready', flush=True)\n"
+               "    time.sleep(30)\nrun_command(main)")
+    code, seconds = _interrupted_in_background(command)
+    assert code != 0 and seconds < 10                 # stopped by KeyboardInterrupt
