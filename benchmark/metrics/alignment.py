@@ -12,7 +12,10 @@ aligned, 45 is fully mixed. Per latent j, on a sample (factors (n, k), codes (n,
            little)
 
 `python -m benchmark.metrics.alignment STUDY_DIR` reads every run's eval_codes.npz
-(written by benchmark.run) and writes STUDY_DIR/alignment.json (one row per run).
+(written by benchmark.run) and writes STUDY_DIR/alignment.json (one row per run). The
+codes are not in the repository (.gitignore), so a later call, in a clone that lacks some,
+keeps the rows of the earlier alignment.json for the runs whose codes are gone (same plane
+only; `merge_rows`) instead of dropping them.
 """
 
 from __future__ import annotations
@@ -92,6 +95,33 @@ def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:
     return rows
 
 
+def merge_rows(fresh: list[dict], previous_path, columns: Sequence[int]) -> list[dict]:
+    """fresh rows (`study_alignment`), plus the rows of a previous alignment.json at
+    previous_path for runs that fresh lacks (their codes are gone), sorted by run name.
+    A previous file in another plane is an error (its rows would mean other angles): the
+    user moves it or reruns in its plane. No previous file: fresh unchanged."""
+    path = pathlib.Path(previous_path)
+    if not path.is_file():
+        return fresh
+    try:
+        previous = json.loads(path.read_text())
+        old_columns, old_rows = [int(c) for c in previous["columns"]], list(previous["runs"])
+        names = [str(row["run"]) for row in old_rows]
+    except (ValueError, KeyError, TypeError) as error:
+        raise codes_lib.MetricInputError(
+            f"{path}: expected the JSON this command writes ({{'columns', 'runs': [{{'run', "
+            f"...}}]}}), found unreadable content ({error}); move it away to start "
+            "afresh") from None
+    if old_columns != list(columns):
+        raise codes_lib.MetricInputError(
+            f"{path}: holds angles in the factor columns {old_columns}, this call asks for "
+            f"{list(columns)}; rerun with --columns={','.join(map(str, old_columns))} or "
+            "move the file away")
+    have = {row["run"] for row in fresh}
+    kept = [row for name, row in zip(names, old_rows) if name not in have]
+    return sorted(fresh + kept, key=lambda row: row["run"])
+
+
 def define_flags() -> None:
     from absl import flags
     flags.DEFINE_list("columns", ["0", "1"], "The two factor columns of the plane.")
@@ -106,9 +136,13 @@ def main(argv) -> None:
     if len(argv) != 2:
         raise app.UsageError("usage: python -m benchmark.metrics.alignment STUDY_DIR")
     columns = [int(c) for c in flags.FLAGS.columns]
-    rows = study_alignment(argv[1], columns)
-    if not rows:
+    fresh = study_alignment(argv[1], columns)
+    if not fresh:
         raise codes_lib.MetricInputError(f"{argv[1]}: no runs/*/eval_codes.npz found")
+    rows = merge_rows(fresh, pathlib.Path(argv[1]) / "alignment.json", columns)
+    if len(rows) > len(fresh):
+        print(f"kept {len(rows) - len(fresh)} row(s) of the earlier alignment.json for runs "
+              "whose eval_codes.npz is gone")
     for row in rows:
         print(f"{row['run']:48s} angles {' '.join(f'{a:5.1f}' for a in row['angle_deg'])}"
               f"  misalignment {' '.join(f'{m:4.1f}' for m in row['misalignment_deg'])}"

@@ -52,6 +52,37 @@ def test_cli_writes_alignment_json(tmp_path):
     assert empty.returncode == 2 and "no runs/*/eval_codes.npz" in empty.stderr
 
 
+def test_cli_keeps_rows_of_runs_whose_codes_are_gone(tmp_path):
+    """eval_codes.npz is not in the repository: a rerun in a clone that has only the new
+    runs' codes keeps the published rows of the others, and refuses another plane."""
+    def call(*flags):
+        return subprocess.run([sys.executable, "-m", "benchmark.metrics.alignment",
+                               str(tmp_path), *flags], capture_output=True, text=True,
+                              timeout=300)
+
+    for name, theta in (("a", 30.0), ("b", 10.0)):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        factors, z = _rotated(theta)
+        np.savez(tmp_path / "runs" / name / "eval_codes.npz", factors=factors, codes=z)
+    assert call().returncode == 0
+    (tmp_path / "runs" / "a" / "eval_codes.npz").unlink()
+    factors, z = _rotated(20.0)
+    np.savez(tmp_path / "runs" / "b" / "eval_codes.npz", factors=factors, codes=z)
+    again = call()
+    assert again.returncode == 0, again.stderr
+    assert "kept 1 row(s)" in again.stdout
+    rows = {r["run"]: r for r in json.loads((tmp_path / "alignment.json").read_text())["runs"]}
+    assert rows["a"]["misalignment_deg"] == pytest.approx([30.0, 30.0])      # kept
+    assert rows["b"]["misalignment_deg"] == pytest.approx([20.0, 20.0])      # recomputed
+    before = (tmp_path / "alignment.json").read_text()
+    other = call("--columns=0,2")
+    assert other.returncode == 2 and "factor columns [0, 1]" in other.stderr
+    assert (tmp_path / "alignment.json").read_text() == before
+    (tmp_path / "alignment.json").write_text("{not json")
+    broken = call()
+    assert broken.returncode == 2 and "unreadable content" in broken.stderr
+
+
 def test_code_misalignment_averages_the_latents_that_follow_the_plane(tmp_path):
     rng = np.random.default_rng(0)
     factors = rng.integers(0, 32, size=(500, 3))
