@@ -184,7 +184,8 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
         shown = {f"{key}_shown": f" ({h[key]})" if h.get(key) else ""
                  for key in ("setting", "versus_setting")}
         row = {**h, "test_name": TESTS[h["test"]].format(**h, **shown),
-               "margin": h.get("margin") if h["test"] == "noninferiority" else None,
+               "margin": (h.get("margin") if h["test"] in ("noninferiority", "equivalence")
+                          else None),
                "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}
         try:
             row.update(_test(h, values))

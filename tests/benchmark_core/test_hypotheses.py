@@ -82,6 +82,11 @@ def test_evaluate_outcomes_not_supported_and_not_testable():
     assert rows["N"]["outcome"] == "not supported"
     assert rows["U"]["outcome"].startswith("not testable: 0 kept ae run(s) on modified")
     assert rows["U"]["p"] is None and rows["U"]["p_holm"] is None
+    # a fixed equivalence margin is registered, so it is shown before the test can run
+    waiting = hypotheses.evaluate(hypotheses.normalise([
+        {"id": "W", "test": "equivalence", "model": "ae", "dataset": "dsprites",
+         "margin": 0.08}]), _values)[0]
+    assert waiting["outcome"].startswith("not testable") and waiting["margin"] == 0.08
     assert rows["E"]["outcome"] == "not supported" and rows["E"]["margin"] == 0.01
     # Holm over the tested two only
     assert rows["N"]["p_holm"] == pytest.approx(stats.holm([rows["N"]["p"],
