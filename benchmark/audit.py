@@ -73,7 +73,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmark import battery as battery_lib
-from benchmark import config, external, report, stats, study
+from benchmark import config, external, machine, report, stats, study
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import cli_main, run_command, user_errors
 
@@ -526,34 +526,68 @@ REFERENCES = (("beta_vae", "β-VAE (reference: exploits local structure)"),
               ("pcl", "PCL (reference: robust)"))
 
 
-def reference_seconds(reference_runs: list[dict]) -> float | None:
-    """Mean wall time (s) of the reference study's finished runs (results.json
-    'wall_seconds'), the audit's estimate per run; None when none recorded it."""
-    seconds = []
+def reference_cost(reference_runs: list[dict]) -> dict | None:
+    """What a reference run cost, from the finished runs' results.json: {'runs' (how many
+    were read), 'cpu_seconds' (mean CPU seconds a run used, from its `machine` record;
+    None where no run recorded it), 'threads', 'cpu' (the reference's CPU model or None),
+    'wall_seconds' (mean wall time)}; None when no run recorded a time. Runs resumed from a
+    checkpoint timed only their last part and are left out when others are complete."""
+    records = []
     for r in reference_runs:
         try:
-            seconds.append(float(json.loads((pathlib.Path(r["run_dir"]) / "results.json")
-                                            .read_text())["wall_seconds"]))
+            payload = json.loads((pathlib.Path(r["run_dir"]) / "results.json").read_text())
+            records.append((float(payload["wall_seconds"]), payload.get("machine") or {},
+                            payload.get("resumed_from")))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    return float(np.mean(seconds)) if seconds else None
+    whole = [rec for rec in records if rec[2] is None]
+    records = whole or records
+    if not records:
+        return None
+    measured = [m for _, m, _ in records if isinstance(m.get("cpu_seconds"), (int, float))]
+    return {"runs": len(records), "wall_seconds": float(np.mean([w for w, _, _ in records])),
+            "cpu_seconds": (float(np.mean([m["cpu_seconds"] for m in measured]))
+                            if measured else None),
+            "measured": len(measured),
+            "threads": int(np.median([m.get("threads") or machine.DEFAULT_THREADS
+                                      for m in measured])) if measured else None,
+            "cpu": measured[0].get("cpu") if measured else None}
 
 
 def plan(settings: dict, reference_runs: list[dict], workers: int = 1) -> dict:
     """{'runs', 'finished', 'to_run', 'seconds_per_run' (None unknown), 'estimate_seconds'
-    (None unknown), 'text'}: what the audit will train and about how long it takes, at the
-    reference runs' mean wall time (measured on the reference's machine)."""
+    (None unknown), 'text'}: what the audit will train and about how long it takes.
+
+    Where the reference's runs recorded their CPU time (results.json `machine`), the
+    estimate is that work spread over min(this machine's cores, workers x the runs'
+    threads): it holds whatever shared the cores while the reference trained, on a CPU
+    like the reference's. Older references give only their mean wall time, which runs that
+    shared their cores inflate: the plan then says it is an upper bound."""
     specs = study.expand(settings)
     done, _, _ = study.run_states(pathlib.Path(settings["output_dir"]), specs)
     to_run = len(specs) - len(done)
-    per_run = reference_seconds(reference_runs)
-    estimate = None if per_run is None else to_run * per_run / max(1, int(workers))
+    workers = max(1, int(workers))
+    cost = reference_cost(reference_runs)
     text = (f"audit plan: {len(specs)} runs ({len(settings['variants'])} arms × "
-            f"{len(settings['seeds'])} seeds), {len(done)} finished, {to_run} to train"
-            + ("" if estimate is None else
-               f"; about {estimate / 60:.0f} min at the reference runs' {per_run / 60:.1f} min "
-               f"per run on {max(1, int(workers))} worker(s) (measured on the reference's "
-               "machine; a VAE-sized method)"))
+            f"{len(settings['seeds'])} seeds), {len(done)} finished, {to_run} to train")
+    per_run = estimate = None
+    if cost and cost["cpu_seconds"] is not None:
+        cores = os.cpu_count() or 1
+        parallel = min(cores, workers * cost["threads"])
+        per_run = cost["cpu_seconds"] / min(cores, cost["threads"])
+        estimate = to_run * cost["cpu_seconds"] / parallel
+        text += (f"; about {estimate / 60:.0f} min: a reference run used "
+                 f"{cost['cpu_seconds'] / 60:.1f} CPU-min ({cost['measured']} runs measured"
+                 f"{', ' + cost['cpu'] if cost['cpu'] else ''}), spread over {parallel:g} of "
+                 f"this machine's {cores} cores ({workers} worker(s) × {cost['threads']} "
+                 "threads; a VAE-sized method)")
+    elif cost:
+        per_run = cost["wall_seconds"]
+        estimate = to_run * per_run / workers
+        text += (f"; at most about {estimate / 60:.0f} min at the reference runs' mean wall "
+                 f"time, {per_run / 60:.1f} min, on {workers} worker(s) (their CPU time was "
+                 "not recorded, and runs that shared their cores took longer than alone: "
+                 "an upper bound; a VAE-sized method)")
     return {"runs": len(specs), "finished": len(done), "to_run": to_run,
             "seconds_per_run": per_run, "estimate_seconds": estimate, "text": text}
 

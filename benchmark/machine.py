@@ -68,27 +68,49 @@ def _busy_and_total_jiffies() -> tuple[int, int] | None:
 
 
 class LoadMeter:
-    """Measures, over a `with` block, how many cores were busy with work other than this
-    process (`foreign_cores`, 0 = the machine was otherwise idle) and the load average."""
+    """Measures, over a `with` block (or from start() to read()), how many cores were busy
+    with work other than this process (`foreign_cores`, 0 = the machine was otherwise
+    idle), how many this process used on average (`own_cores`) and the load average."""
 
-    def __enter__(self):
+    def start(self) -> "LoadMeter":
         self._start = _busy_and_total_jiffies()
         self._own = time.process_time()
         self._wall = time.perf_counter()
         return self
 
-    def __exit__(self, *exc):
+    def read(self) -> dict:
+        """{'seconds', 'own_cores', 'load_average_1min'} since start(), with 'busy_cores'
+        and 'foreign_cores' where /proc/stat is readable."""
         end = _busy_and_total_jiffies()
         wall = time.perf_counter() - self._wall
         own = time.process_time() - self._own
-        self.result = {"seconds": wall, "own_cores": own / wall if wall > 0 else 0.0,
-                       "load_average_1min": os.getloadavg()[0]}
+        result = {"seconds": wall, "own_cores": own / wall if wall > 0 else 0.0,
+                  "load_average_1min": os.getloadavg()[0]}
         if self._start and end and end[1] > self._start[1]:
             cores = os.cpu_count() or 1
             busy = (end[0] - self._start[0]) / (end[1] - self._start[1]) * cores
-            self.result["busy_cores"] = busy
-            self.result["foreign_cores"] = max(0.0, busy - self.result["own_cores"])
+            result["busy_cores"] = busy
+            result["foreign_cores"] = max(0.0, busy - result["own_cores"])
+        return result
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.result = self.read()
         return False
+
+
+def run_record(load: dict, threads: int) -> dict:
+    """What results.json keeps of the machine a run ran on: the CPU model and its cores,
+    the thread pools the run was pinned to, and a LoadMeter reading over the run
+    ('cpu_seconds' = own_cores x seconds, the run's work whatever else shared the cores)."""
+    cpu = cpu_description()
+    record = {"cpu": cpu["model"], "cores": cpu["cores"], "vector_flags": cpu["vector_flags"],
+              "threads": threads, "cpu_seconds": load["own_cores"] * load["seconds"]}
+    record.update({k: load[k] for k in ("own_cores", "foreign_cores", "load_average_1min")
+                   if k in load})
+    return record
 
 
 def describe_load(load: dict) -> str:

@@ -55,8 +55,8 @@ ARRAYS = "arrays.npz"
 #: top-level fields of a results.json v2 (readers ignore others)
 FIELDS = ("schema_version", "model", "seed", "dataset", "hyperparameters", "scalars",
           "arrays", "errors", "metric_settings", "settings", "steps", "resumed_from",
-          "train_seconds", "eval_seconds", "wall_seconds", "gin_config", "fingerprint",
-          "suite_version")
+          "train_seconds", "eval_seconds", "wall_seconds", "machine", "gin_config",
+          "fingerprint", "suite_version")
 #: the table's identity and bookkeeping columns, in order (then config/*, scalars, error/*)
 IDENTITY = ("model", "dataset", "variant", "eps", "seed", "run_dir", "schema_version",
             "fingerprint", "steps", "train_seconds", "wall_seconds")
@@ -177,12 +177,13 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
           settings: dict | None = None, steps: int | None = None,
           resumed_from: int | None = None, train_seconds: float | None = None,
           wall_seconds: float | None = None, fingerprint: str | None = None,
-          suite_version: str | None = None, eval_seconds: float | None = None
-          ) -> pathlib.Path:
+          suite_version: str | None = None, eval_seconds: float | None = None,
+          machine: dict | None = None) -> pathlib.Path:
     """Writes arrays.npz, then results.json (schema version 2) into `run_dir`, each to a
     temporary name renamed on success; returns the results.json path. scores: the runner's
     nested {metric: {score: value}} ('health' among them). eval_seconds: the metrics' time,
-    their sample's drawing and encoding included (None: not measured)."""
+    their sample's drawing and encoding included (None: not measured). machine: the CPU
+    and the run's load (benchmark.machine.run_record; None: not recorded)."""
     run_dir = pathlib.Path(run_dir)
     scalars, arrays, errors, other = flatten_scores(scores, final_losses)
     payload = {"schema_version": SCHEMA_VERSION, "model": model, "seed": seed,
@@ -192,7 +193,7 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
                "errors": errors, "metric_settings": metric_settings,
                "settings": settings, "steps": steps, "resumed_from": resumed_from,
                "train_seconds": train_seconds, "eval_seconds": eval_seconds,
-               "wall_seconds": wall_seconds,
+               "wall_seconds": wall_seconds, "machine": machine,
                "gin_config": gin_config, "fingerprint": fingerprint,
                "suite_version": suite_version}
     if other:

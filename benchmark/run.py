@@ -422,7 +422,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
                            settings["steps"])
         try:
             return _train_and_evaluate(model, data, data.describe(), settings, ident,
-                                       output_dir)
+                                       output_dir, threads)
         except KeyboardInterrupt:
             latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
             raise RunInterrupted(
@@ -563,7 +563,7 @@ def record_curve_point(path: pathlib.Path, step: int, model, data, representatio
 
 
 def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
-                        output_dir: pathlib.Path) -> pathlib.Path:
+                        output_dir: pathlib.Path, threads: int) -> pathlib.Path:
     _claim(output_dir, "operative_config.gin", fingerprint_lib.FILE_NAME)
     # the identity first: a run killed between the two is still known by its content
     # (an operative_config.gin alone names an artefact by path: fingerprint.recorded)
@@ -584,6 +584,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             return sheet
 
     start = time.perf_counter()
+    load = machine.LoadMeter().start()
     _claim(output_dir, "checkpoints", "tb")
     curve_point, curve_seconds = None, []
     if settings["eval_every"]:
@@ -629,6 +630,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         steps=training["steps"], resumed_from=training["resumed_from"],
         train_seconds=training["seconds"], eval_seconds=eval_seconds,
         wall_seconds=time.perf_counter() - start,
+        machine=machine.run_record(load.read(), threads),
         fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
     return output_dir
 

@@ -202,6 +202,48 @@ def test_strengths_select_the_sweep_and_keep_the_controls(tmp_path):
                              strengths=[0.2])
 
 
+def _timed_runs(root, timings):
+    """Reference run dirs whose results.json holds only the timing fields plan() reads."""
+    runs = []
+    for i, (wall, ran_on, resumed) in enumerate(timings):
+        run_dir = root / f"run{i}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "results.json").write_text(json.dumps(
+            {"wall_seconds": wall, "machine": ran_on, "resumed_from": resumed}))
+        runs.append({"run_dir": str(run_dir)})
+    return runs
+
+
+def test_the_plan_estimates_from_cpu_time_not_from_wall_time_that_shared_cores(
+        tmp_path, monkeypatch):
+    """Two reference runs trained side by side on 2 cores took 1,500 s each but used 780
+    CPU-seconds: alone on the 2 cores a run takes ~390 s, not 1,500 (the 2-core EPYC's
+    first ellipse3 audit plan said 781 min for what is ~6 h)."""
+    reference = {"datasets": ["dsprites"], "artefacts": {}, "bindings": [],
+                 "source": "procedural", "variants": ["original", "wave@0.3"],
+                 "battery": {"manipulated": "wave@0.3", "controls": []}}
+    settings = audit.audit_settings("models/ae.gin", "ae", [0, 1, 2, 3, 4], reference,
+                                    str(tmp_path / "audit"))
+    monkeypatch.setattr(audit.os, "cpu_count", lambda: 2)
+    shared = {"cpu": "Test CPU", "threads": 2, "cpu_seconds": 780.0}
+    runs = _timed_runs(tmp_path / "ref", [(1500.0, shared, None), (1500.0, shared, None),
+                                          (300.0, {**shared, "cpu_seconds": 100.0}, 5000)])
+    planned = audit.plan(settings, runs, workers=1)
+    assert planned["to_run"] == 10
+    assert planned["estimate_seconds"] == pytest.approx(10 * 780.0 / 2)   # resumed left out
+    assert planned["seconds_per_run"] == pytest.approx(390.0)
+    assert "13.0 CPU-min (2 runs measured, Test CPU)" in planned["text"]
+    assert "2 of this machine's 2 cores" in planned["text"]
+    # two workers on 2 cores do not halve it: the cores are the limit
+    assert audit.plan(settings, runs, workers=2)["estimate_seconds"] == pytest.approx(3900.0)
+    # runs from before the machine record: wall time, said to be an upper bound
+    legacy = _timed_runs(tmp_path / "old", [(1500.0, None, None), (1700.0, None, None)])
+    old = audit.plan(settings, legacy, workers=1)
+    assert old["estimate_seconds"] == pytest.approx(10 * 1600.0)
+    assert "at most about 267 min" in old["text"] and "upper bound" in old["text"]
+    assert audit.plan(settings, [], workers=1)["estimate_seconds"] is None
+
+
 def test_robust_is_equivalence_within_the_margin():
     same = [0.30, 0.31, 0.29, 0.31]
     result = audit.verdict(_arms(HIGH, same, same), BETA_VAE, AE)

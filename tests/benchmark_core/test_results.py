@@ -52,7 +52,8 @@ def _write_v2(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, **sco
                          metric_settings={"mig": {"num_bins": 20, "seed": seed}},
                          settings={"steps": 3000}, steps=3000, resumed_from=0,
                          train_seconds=1.5, wall_seconds=2.5, fingerprint="ab" * 32,
-                         suite_version="0.1.0")
+                         suite_version="0.1.0",
+                         machine={"cpu": "Test CPU", "cores": 2, "cpu_seconds": 4.5})
 
 
 def _write_v1(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, **scores):
@@ -74,6 +75,7 @@ def test_v2_round_trip(tmp_path):
                                                                    "results.json"]
     stored = json.loads(path.read_text())
     assert stored["schema_version"] == 2
+    assert results.read(path)["machine"] == {"cpu": "Test CPU", "cores": 2, "cpu_seconds": 4.5}
     assert stored["hyperparameters"] == {
         "beta_vae.beta": 8.0, "data.eps": 0.1,
         "data.fixed_factors": {"orientation": 0, "shape": 0}, "data.name": "dsprites",

@@ -10,6 +10,8 @@ import gin
 import numpy as np
 import pytest
 
+from benchmark import machine
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY_BINDINGS = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
                  "run.metrics = ['mig']", "run.health_points = 64", "run.checkpoint_every = 2",
@@ -68,6 +70,9 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     assert results["arrays"] == {"health/mean_posterior_variance": [3],
                                  "metric/mig/per_factor": [5]}
     assert "arrays.npz" in json.loads((out / "run_manifest.json").read_text())
+    ran_on = results["machine"]          # what the run's timings were measured on
+    assert ran_on["cpu"] == machine.cpu_description()["model"] and ran_on["threads"] == 2
+    assert 0 < ran_on["cpu_seconds"] <= ran_on["cores"] * results["wall_seconds"] * 1.05
     for name in ("reconstructions.png", "traversals.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert results["fingerprint"] == json.loads((out / "fingerprint.json").read_text())[

@@ -36,6 +36,18 @@ def test_load_meter_counts_this_process_as_own_work_not_foreign():
     assert "cores busy" in machine.describe_load(result)
 
 
+def test_run_record_keeps_the_cpu_and_the_work_a_run_did():
+    meter = machine.LoadMeter().start()
+    data = b"x" * 1_000_000
+    for _ in range(100):
+        data = hashlib.sha256(data).digest() * 31_250
+    load = meter.read()
+    record = machine.run_record(load, threads=2)
+    assert record["cpu"] == machine.cpu_description()["model"] and record["threads"] == 2
+    assert record["cpu_seconds"] == pytest.approx(load["own_cores"] * load["seconds"])
+    assert record["cpu_seconds"] > 0 and record["own_cores"] == load["own_cores"]
+
+
 def test_time_steps_runs_every_repeat_on_its_own_batches():
     seen = []
 
