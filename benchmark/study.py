@@ -270,12 +270,12 @@ def expand(settings: dict) -> list[RunSpec]:
 
 def run_local(commands: dict, workers: int, record) -> None:
     """Runs {name: command} on `workers` threads, calling record(name, exit code, stderr
-    tail) as each ends. On KeyboardInterrupt the runs not started are cancelled and the
+    tail, seconds the run took) as each ends. On KeyboardInterrupt the runs not started are cancelled and the
     running ones stopped (`stop_runs`) before it propagates: Ctrl-C ends the study."""
     _STOPPING.clear()
     pool = concurrent.futures.ThreadPoolExecutor(max(1, int(workers)))
     try:
-        futures = {pool.submit(run_one, cmd, os.getcwd()): name
+        futures = {pool.submit(_timed_run, cmd, os.getcwd()): name
                    for name, cmd in commands.items()}
         for future in concurrent.futures.as_completed(futures):
             record(futures[future], *future.result())
@@ -288,6 +288,12 @@ def run_local(commands: dict, workers: int, record) -> None:
     finally:
         pool.shutdown(wait=True)
         _STOPPING.clear()                 # no worker is left to start anything
+
+
+def _timed_run(command: list[str], cwd: str) -> tuple[int, str, float]:
+    started = time.time()
+    code, stderr = run_one(command, cwd)
+    return code, stderr, time.time() - started
 
 
 def _read_json(path: pathlib.Path, kind: type, default):
@@ -376,10 +382,19 @@ def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict, dict]:
     return done, changed, unconfigurable
 
 
-def progress_line(done: int, total: int, elapsed: float) -> str:
-    """'3/10 runs done, 12 min elapsed, about 28 min left' (the mean run time so far times
-    the runs left; runs of one study take about the same time)."""
-    left = elapsed / done * (total - done) if done else float("nan")
+def progress_line(done: int, total: int, elapsed: float, run_seconds=(),
+                  workers: int = 1) -> str:
+    """'3/10 runs done, 12 min elapsed, about 28 min left'. With `run_seconds` (how long
+    each finished run took, start to end) the rest is their mean times the runs left over
+    the `workers` that run them side by side; without, the study's elapsed time per
+    finished run times the runs left, which reads W side-by-side runs as one while the
+    first of them are still running (an ETA twice too long at 2 workers)."""
+    left_runs = total - done
+    if run_seconds:
+        mean = sum(run_seconds) / len(run_seconds)
+        left = mean * left_runs / max(1, min(int(workers), left_runs))
+    else:
+        left = elapsed / done * left_runs if done else float("nan")
     eta = f"about {left / 60:.0f} min left" if done < total else "all done"
     return f"{done}/{total} runs done, {elapsed / 60:.0f} min elapsed, {eta}"
 
@@ -461,10 +476,14 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     started = time.time()
     bar = progress_bar(len(commands))
 
-    def record(name: str, code: int, stderr: str) -> None:
+    run_seconds = []
+
+    def record(name: str, code: int, stderr: str, seconds: float | None = None) -> None:
         current = _read_failed(failed_path)     # merged: entries of other runs are kept
         if code == 0:
             ran.append(name)
+            if seconds is not None:
+                run_seconds.append(seconds)
             current.pop(name, None)
         elif code == USER_ERROR_EXIT and LOCKED_MARK in stderr:
             busy[name] = stderr.strip().splitlines()[-1]   # taken since the check above
@@ -479,7 +498,8 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         ended.append(name)
         logging.info("%s %s; %s", name, "finished" if code == 0 else "busy"
                      if name in busy else "FAILED",
-                     progress_line(len(ended), len(commands), time.time() - started))
+                     progress_line(len(ended), len(commands), time.time() - started,
+                                   run_seconds, workers if backend == "local" else 1))
 
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):

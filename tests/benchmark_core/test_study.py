@@ -275,6 +275,11 @@ def test_report_counts_a_copied_run_once(tmp_path, caplog):
 def test_progress_line_counts_runs_and_estimates_the_rest():
     assert study.progress_line(2, 8, 600.0) == "2/8 runs done, 10 min elapsed, about 30 min left"
     assert study.progress_line(8, 8, 2400.0) == "8/8 runs done, 40 min elapsed, all done"
+    # 2 side by side, 25 min each: the first ends at 25 min with 9 left, ~4.5 pairs
+    assert study.progress_line(1, 10, 1500.0, [1500.0], workers=2) == (
+        "1/10 runs done, 25 min elapsed, about 112 min left")
+    assert study.progress_line(9, 10, 7000.0, [1500.0] * 9, workers=2).endswith(
+        "about 25 min left")                   # the last run has no partner
 
 
 def test_progress_bar_only_on_a_terminal():

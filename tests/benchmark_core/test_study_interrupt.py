@@ -24,7 +24,8 @@ def test_an_interrupted_study_stops_its_runs_and_starts_no_more(workers):
     commands = {"quick": QUICK, "long_a": SLEEPER, "long_b": SLEEPER, "long_c": SLEEPER}
     seen = []
 
-    def record(name, code, stderr):
+    def record(name, code, stderr, seconds):
+        assert 0 <= seconds < 20                       # how long the run took
         seen.append((name, code))
         raise KeyboardInterrupt            # as if Ctrl-C arrived when the first run ended
 
