@@ -766,6 +766,53 @@ def arm_size_lines(rows: list[dict], missing: list[str]) -> list[str]:
     return lines
 
 
+def compute_rows(records: list[dict]) -> list[dict]:
+    """What the runs cost, per model, from each results.json: {'model', 'runs', 'resumed'
+    (runs that resumed from a checkpoint: their times cover only the last part and are
+    left out of the means), 'wall_minutes', 'cpu_minutes' (None where no run recorded its
+    `machine`), 'timed' (how many did), 'cpus' (CPU models named)}."""
+    by_model = defaultdict(list)
+    for r in records:
+        try:
+            payload = json.loads((pathlib.Path(r["run_dir"]) / "results.json").read_text())
+        except (OSError, ValueError):
+            continue
+        by_model[r["model"]].append(payload if isinstance(payload, dict) else {})
+    rows = []
+    for model, payloads in sorted(by_model.items()):
+        whole = [p for p in payloads if not p.get("resumed_from")]
+        walls = [p["wall_seconds"] for p in whole if _finite(p.get("wall_seconds"))]
+        ran_on = [p["machine"] for p in whole if isinstance(p.get("machine"), dict)]
+        cpu = [m["cpu_seconds"] for m in ran_on if _finite(m.get("cpu_seconds"))]
+        rows.append({"model": model, "runs": len(payloads),
+                     "resumed": len(payloads) - len(whole),
+                     "wall_minutes": float(np.mean(walls)) / 60 if walls else None,
+                     "cpu_minutes": float(np.mean(cpu)) / 60 if cpu else None,
+                     "timed": len(cpu),
+                     "cpus": sorted({str(m.get("cpu")) for m in ran_on if m.get("cpu")})})
+    return rows
+
+
+def compute_lines(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Compute", "",
+             "What a run cost, as the runs recorded it: wall time includes whatever shared "
+             "the cores (two runs side by side on two cores take about twice as long each); "
+             "CPU time is the run's own work (recorded by runs since 2026-11-27). Runs "
+             "resumed from a checkpoint timed only their last part and are left out of the "
+             "means.", "",
+             "| model | runs (resumed) | wall min / run | CPU min / run (runs timed) | CPU |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        cpu = ("not recorded" if r["cpu_minutes"] is None
+               else f"{r['cpu_minutes']:.1f} ({r['timed']})")
+        wall = "—" if r["wall_minutes"] is None else f"{r['wall_minutes']:.1f}"
+        lines.append(f"| {r['model']} | {r['runs']} ({r['resumed']}) | {wall} | {cpu} | "
+                     f"{', '.join(r['cpus']) or 'not recorded'} |")
+    return lines + [""]
+
+
 def write_report(results_dir, out=None) -> pathlib.Path:
     """Writes the report of a study directory; returns the report.md path."""
     results_dir = pathlib.Path(results_dir)
@@ -835,7 +882,8 @@ def write_report(results_dir, out=None) -> pathlib.Path:
                      f"{d['metric']} | {d['drop']:.3f} | {_p(d['p_welch'])} | "
                      f"{_p(d['p_bh'])} | {ci} | "
                      f"{d['n_original']} / {d['n_other']} |")
-    lines += ["", "## Figures", ""]
+    lines += [""] + compute_lines(compute_rows(records))
+    lines += ["## Figures", ""]
     for column in metric_columns:
         name = column.replace(".", "").replace("-", "_").lower()
         if drop_figure(drops, column, figures / f"drops_{name}.png", swept):

@@ -304,6 +304,25 @@ def test_a_flagged_artefact_opens_the_report_as_a_user_calls_it(study, tmp_path)
     assert "flagged artefact" not in report.write_report(study, plain).read_text()
 
 
+def test_the_report_says_what_the_runs_cost_and_on_which_cpu(study, tmp_path):
+    runs = study / "runs"
+    for name, wall, ran_on, resumed in (
+            ("bvae_o0", 1500.0, {"cpu": "Test EPYC", "cpu_seconds": 780.0}, None),
+            ("bvae_o1", 1300.0, {"cpu": "Test EPYC", "cpu_seconds": 720.0}, None),
+            ("bvae_o2", 900.0, None, None),                       # from before the record
+            ("bvae_o3", 200.0, {"cpu": "Test EPYC", "cpu_seconds": 100.0}, 4000)):
+        payload = json.loads((runs / name / "results.json").read_text())
+        payload.update(wall_seconds=wall, machine=ran_on, resumed_from=resumed)
+        (runs / name / "results.json").write_text(json.dumps(payload))
+    rows = {r["model"]: r for r in report.compute_rows(report.load_runs(study))}
+    bvae = rows["beta_vae"]
+    assert (bvae["runs"], bvae["resumed"], bvae["timed"]) == (9, 1, 2)       # the over-pruned run included
+    assert bvae["wall_minutes"] == pytest.approx((1500 + 1300 + 900) / 3 / 60)
+    assert bvae["cpu_minutes"] == pytest.approx(750 / 60) and bvae["cpus"] == ["Test EPYC"]
+    text = report.write_report(study, tmp_path / "out").read_text()
+    assert "| beta_vae | 9 (1) | 20.6 | 12.5 (2) | Test EPYC |" in text
+
+
 def test_a_study_scope_opens_the_report(study, tmp_path):
     """Issue 30 item 1: the report opens with what the study can and cannot show."""
     (study / "study.json").write_text(json.dumps({"settings": {
