@@ -46,14 +46,14 @@ DATASET = {"name": "dsprites", "variant": "noisy", "eps": 0.1, "factor_sizes": [
 LOSSES = {"kl": 6.2, "loss": 918.0}
 
 
-def _write_v2(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, **scores):
+def _write_v2(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, machine=None,
+              **scores):
     return results.write(run_dir, model=model, seed=seed, dataset=dataset,
                          scores=_scores(**scores), final_losses=LOSSES, gin_config=gin,
                          metric_settings={"mig": {"num_bins": 20, "seed": seed}},
                          settings={"steps": 3000}, steps=3000, resumed_from=0,
                          train_seconds=1.5, wall_seconds=2.5, fingerprint="ab" * 32,
-                         suite_version="0.1.0",
-                         machine={"cpu": "Test CPU", "cores": 2, "cpu_seconds": 4.5})
+                         suite_version="0.1.0", machine=machine)
 
 
 def _write_v1(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, **scores):
@@ -70,7 +70,8 @@ def _write_v1(run_dir, model="beta_vae", seed=1, dataset=DATASET, gin=GIN, **sco
 
 
 def test_v2_round_trip(tmp_path):
-    path = _write_v2(tmp_path / "run")
+    path = _write_v2(tmp_path / "run", machine={"cpu": "Test CPU", "cores": 2,
+                                                "cpu_seconds": 4.5})
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["arrays.npz",
                                                                    "results.json"]
     stored = json.loads(path.read_text())
