@@ -73,7 +73,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmark import battery as battery_lib
-from benchmark import config, external, machine, report, stats, study
+from benchmark import config, external, machine, mechanism, report, stats, study
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import cli_main, run_command, user_errors
 
@@ -620,25 +620,6 @@ def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | 
     return sentence
 
 
-def _fmt_summary(s: dict, digits: int = 3) -> str:
-    if s["mean"] is None:
-        return "—"
-    if s["ci_low"] is None:
-        return f"{s['mean']:.{digits}f} (n {s['n']})"
-    return (f"{s['mean']:.{digits}f} [{s['ci_low']:.{digits}f}, {s['ci_high']:.{digits}f}] "
-            f"(n {s['n']})")
-
-
-def _mechanism_lines(rows: list[dict]) -> list[str]:
-    lines = ["| model | arm | MIG | DCI-D | DCI-I | misalignment (°) |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['arm']} | " + " | ".join(
-            _fmt_summary(r[c], 1 if c == "misalignment" else 3)
-            for c in battery_lib.MECHANISM) + " |")
-    return lines
-
-
 def _dose_cell(row: dict) -> str:
     """'MIG mean [95 % CI] / misalignment mean° (n)'."""
     mig, angle = row["mig"], row["misalignment"]
@@ -694,11 +675,11 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     manipulated, controls = compared[1], compared[2:]
     sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
     labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
-    runs = battery_lib.with_misalignment(report.load_runs(output_dir), battery.get("plane"),
+    runs = mechanism.with_misalignment(report.load_runs(output_dir), battery.get("plane"),
                                         output_dir)
     method_names = sorted({r["model"] for r in runs})
     method_model = method_names[0] if len(method_names) == 1 else name
-    reference_runs = battery_lib.with_misalignment(reference_runs, battery.get("plane"),
+    reference_runs = mechanism.with_misalignment(reference_runs, battery.get("plane"),
                                                   reference_dir)
     # the audited method keeps its own key beside a reference of the same name (an audit of
     # the suite's beta_vae, say)
@@ -743,7 +724,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                "power": power, "battery": battery, "arms": compared,
                "method_drops": mig_drops(method),
                "reference_drops": {m: mig_drops(a) for m, a in references.items()},
-               "mechanism": battery_lib.mechanism_rows(runs_by_model, labels),
+               "mechanism": mechanism.mechanism_rows(runs_by_model, labels),
                "dose_response": dose,
                "turning": {m: battery_lib.turning_strength(dose, m, alpha)
                            for m in runs_by_model} if dose else {},
@@ -772,11 +753,8 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
              _row(f"**{name}**", payload["method_drops"], compared[1:])]
     lines += [_row(text, payload["reference_drops"][m], compared[1:])
               for m, text in REFERENCES]
-    lines += ["", "Mechanism per arm (mean, 95 % t CI, n kept runs; misalignment: the mean "
-              "angle, in degrees, between the factor axes and each latent that follows the "
-              "two factors linearly (R² ≥ 0.5), 0 aligned, 45 diagonal: a code that *turned* "
-              "keeps DCI-I and loses alignment; a code that *lost information* loses DCI-I):",
-              "", *_mechanism_lines(payload["mechanism"])]
+    lines += ["", f"Mechanism per arm ({mechanism.READING}):", "",
+              *mechanism.table_lines(payload["mechanism"])]
     if dose:
         figure = battery_lib.dose_figure(dose, out / "dose_response.png",
                                          highlight=method_key)

@@ -9,22 +9,16 @@ A reference study (benchmark/study.py) names its battery in `study.battery`:
 
 A study written before batteries (results/zietlow2021_cpu) has paper 002's arms:
 'modified' against 'noisy' (`LEGACY`). This module reads a study's runs as the audit sees
-them: MIG per arm (`arm_scores`), the mechanism per arm (MIG, DCI-D, DCI-I and the
-alignment angle, `mechanism_rows`) and the dose-response over the sweep's strengths
+them: MIG per arm (`arm_scores`), the runs per arm that benchmark/mechanism.py summarises
+(MIG, DCI-D, DCI-I and the alignment angle) and the dose-response over the sweep's strengths
 (`dose_response`, `turning_strength`, `dose_figure`).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import pathlib
 
-import numpy as np
-from scipy import stats as sp_stats
-
-from benchmark import report, stats, study
-from benchmark.metrics import alignment
+from benchmark import mechanism, report, stats, study
 
 #: paper 002's arms, for reference studies written before `study.battery`
 LEGACY = {"manipulated": "modified", "controls": ["noisy"]}
@@ -32,8 +26,6 @@ LEGACY_VARIANTS = ["original", "modified", "noisy"]
 #: the mean misalignment (degrees) past which a code counts as turned: halfway between the
 #: factor axes (0) and the diagonal (45)
 TURNED_DEG = 22.5
-#: the columns of the mechanism table (report columns; 'misalignment' from the codes)
-MECHANISM = ("MIG", "DCI-D", "DCI-I", "misalignment")
 
 
 def battery_of(settings: dict) -> dict:
@@ -111,82 +103,10 @@ def arm_scores(runs: dict, column: str = "MIG") -> dict:
                 for k in ("kept", "overpruned")} for v, arm in runs.items()}
 
 
-def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
-    """records with values['misalignment'] (degrees, alignment.code_misalignment in the
-    factor columns `plane`) where some latent follows the two factors linearly: from the
-    run's evaluation codes (eval_codes.npz), or, for a published study whose codes are not
-    in the repository, from STUDY_DIR/alignment.json (written by `python -m
-    benchmark.metrics.alignment STUDY_DIR` in the same plane). Records unchanged without a
-    plane."""
-    if plane is None:
-        return records
-    saved = _saved_alignment(study_dir, plane)
-    out = []
-    for r in records:
-        angle = alignment.run_misalignment(r["run_dir"], plane)
-        row = saved.get(pathlib.Path(r["run_dir"]).name)
-        if angle is None and row is not None:
-            try:
-                kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"])
-                        if r2 >= alignment.MIN_R2]
-            except (KeyError, TypeError) as error:
-                raise ValueError(f"{study_dir}/alignment.json: expected rows with "
-                                 f"'misalignment_deg' and 'r2', found {row!r:.120} "
-                                 f"({error})") from None
-            angle = float(np.mean(kept)) if kept else None
-        values = r["values"] if angle is None else {**r["values"], "misalignment": angle}
-        out.append({**r, "values": values})
-    return out
-
-
-def _saved_alignment(study_dir, plane) -> dict:
-    """{run name: row} of STUDY_DIR/alignment.json when it was measured in `plane`."""
-    path = None if study_dir is None else pathlib.Path(study_dir) / "alignment.json"
-    if path is None or not path.is_file():
-        return {}
-    try:
-        content = json.loads(path.read_text())
-        if list(content["columns"]) != list(plane):
-            return {}
-        return {row["run"]: row for row in content["runs"]}
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: expected the JSON that benchmark.metrics.alignment "
-                         f"writes, found unreadable content ({error})") from None
-
-
-def _summary(values: list[float]) -> dict:
-    """{'n', 'mean', 'sd', 'ci_low', 'ci_high'}: the 95 % t interval of the mean (None
-    below 2 values; mean None without values)."""
-    x = np.asarray(values, float)
-    out = {"n": len(x), "mean": float(x.mean()) if len(x) else None, "sd": None,
-           "ci_low": None, "ci_high": None}
-    if len(x) >= 2:
-        sd = float(x.std(ddof=1))
-        half = float(sp_stats.t.ppf(0.5 + stats.CONFIDENCE / 2, len(x) - 1)) * sd / math.sqrt(
-            len(x))
-        out.update(sd=sd, ci_low=out["mean"] - half, ci_high=out["mean"] + half)
-    return out
-
-
-def mechanism_rows(runs_by_model: dict, labels) -> list[dict]:
-    """One row per model and arm: {'model', 'arm', column: `_summary` of the kept runs for
-    each MECHANISM column}; runs_by_model: {model: `arm_runs`}."""
-    rows = []
-    for model, runs in runs_by_model.items():
-        for arm in labels:
-            kept = runs.get(arm, {}).get("kept", [])
-            if not kept:
-                continue
-            rows.append({"model": model, "arm": arm, **{
-                c: _summary([r["values"][c] for r in kept if c in r["values"]])
-                for c in MECHANISM}})
-    return rows
-
-
 def dose_response(runs_by_model: dict, sweep: list[tuple[float, str]]) -> list[dict]:
     """One row per model and strength (0 = original, then the sweep's): {'model',
-    'strength', 'arm', 'mig': _summary, 'misalignment': _summary, 'drop': stats.drop_test of
-    MIG original -> arm (None at strength 0)}."""
+    'strength', 'arm', 'mig' and 'misalignment': mechanism.summary, 'drop': stats.drop_test
+    of MIG original -> arm (None at strength 0)}."""
     rows = []
     for model, runs in runs_by_model.items():
         original = [r["values"]["MIG"] for r in runs.get("original", {}).get("kept", [])
@@ -197,9 +117,10 @@ def dose_response(runs_by_model: dict, sweep: list[tuple[float, str]]) -> list[d
                 continue
             mig = [r["values"]["MIG"] for r in kept if "MIG" in r["values"]]
             rows.append({
-                "model": model, "strength": strength, "arm": arm, "mig": _summary(mig),
-                "misalignment": _summary([r["values"]["misalignment"] for r in kept
-                                          if "misalignment" in r["values"]]),
+                "model": model, "strength": strength, "arm": arm, "mig": mechanism.summary(mig),
+                "misalignment": mechanism.summary([r["values"]["misalignment"]
+                                                   for r in kept
+                                                   if "misalignment" in r["values"]]),
                 "drop": (stats.drop_test(original, mig)
                          if arm != "original" and original and mig else None)})
     return rows

@@ -18,6 +18,10 @@ directory without one is unfinished and never reported) into DIR (default
                               Fisher's exact p against the same model's original data
     hypotheses.csv            the study's pre-registered hypotheses and their outcomes
                               (when its study.json declares any; benchmark/hypotheses.py)
+    mechanism.csv             per model x arm: MIG, DCI-D, DCI-I and the codes'
+                              misalignment with 95 % t intervals, and its change from
+                              original (when the study's battery names a plane;
+                              benchmark/mechanism.py)
     figures/                  drop bar charts, line-search curves (paper 002 Fig. 5),
                               metric-vs-eps robustness curves, traversals of the best and
                               worst run by MIG, variant sample grids (written by the study)
@@ -43,6 +47,7 @@ import pandas as pd
 from absl import app, flags
 
 from benchmark import hypotheses as hypotheses_lib
+from benchmark import mechanism
 from benchmark import results as results_lib
 from benchmark import stats
 from benchmark.atomic import atomic_path
@@ -766,6 +771,36 @@ def arm_size_lines(rows: list[dict], missing: list[str]) -> list[str]:
     return lines
 
 
+def mechanism_rows(results_dir, records: list[dict], study: dict) -> list[dict]:
+    """benchmark/mechanism.py's rows (MIG, DCI-D, DCI-I, misalignment, the turn from
+    original) of every model over the study's arms, when its battery names a plane (the
+    factor columns of the alignment angle); [] otherwise. A model is named 'model
+    (dataset)' in a study of several datasets; line-searched runs are left out."""
+    battery = (study.get("settings") or {}).get("battery") or {}
+    if battery.get("plane") is None:
+        return []
+    groups, _ = group(mechanism.with_misalignment(records, battery["plane"], results_dir))
+    several = len({key[1] for key in groups}) > 1
+    runs_by_model: dict = {}
+    for (model, dataset, variant, setting), kept in sorted(groups.items()):
+        if not setting:
+            name = f"{model} ({dataset})" if several else model
+            runs_by_model.setdefault(name, {})[variant] = {"kept": kept}
+    labels = sorted({key[2] for key in groups}, key=_variant_rank)
+    return mechanism.mechanism_rows(runs_by_model, labels)
+
+
+def mechanism_lines(rows: list[dict], plane) -> list[str]:
+    if not rows:
+        return []
+    return ["## Mechanism: turned or lost?", "",
+            f"Per model and arm, in the plane of factor columns {list(plane)} "
+            f"({mechanism.READING}). Misalignment comes from each run's evaluation codes or "
+            "the study's alignment.json (`python -m benchmark.metrics.alignment`); its n can "
+            "be smaller than the arm's where codes were not kept.", "",
+            *mechanism.table_lines(rows), ""]
+
+
 def compute_rows(records: list[dict]) -> list[dict]:
     """What the runs cost, per model, from each results.json: {'model', 'runs', 'resumed'
     (runs that resumed from a checkpoint: their times cover only the last part and are
@@ -835,6 +870,9 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     write_csv(out / "overpruning.csv", pruning)
     if hypotheses:
         write_csv(out / "hypotheses.csv", hypotheses)
+    turns = mechanism_rows(results_dir, records, study)
+    if turns:
+        write_csv(out / "mechanism.csv", mechanism.csv_rows(turns))
     sizes, unmeasured = arm_size_rows(results_dir, study)
     if sizes:
         write_csv(out / "arm_sizes.csv", sizes)
@@ -859,6 +897,8 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     if "MIG" in metric_columns:
         lines += headline(summary, drops, "MIG") + power_lines(power_rows(drops, "MIG"))
     lines += overpruning_lines(pruning)
+    lines += mechanism_lines(turns, ((study.get("settings") or {}).get("battery") or {}).get(
+        "plane"))
     for column in metric_columns:
         lines += [f"## {column}", "", table1(summary, column), ""]
     lines += settings_lines

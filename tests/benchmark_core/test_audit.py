@@ -386,27 +386,6 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
         audit.run_audit("examples/sparse_vae.gin", "x", [0], tmp_path / "none", out)
 
 
-def test_misalignment_from_codes_or_from_a_published_alignment_json(tmp_path):
-    from benchmark import battery
-    (tmp_path / "runs" / "a").mkdir(parents=True)
-    (tmp_path / "runs" / "b").mkdir()
-    _codes(tmp_path / "runs" / "a", 20.0, 0)
-    (tmp_path / "alignment.json").write_text(json.dumps({"columns": [0, 1], "runs": [
-        {"run": "b", "angle_deg": [10.0, 100.0, 50.0], "misalignment_deg": [10.0, 10.0, 40.0],
-         "r2": [0.9, 0.8, 0.1]}]}))
-    records = [{"run_dir": str(tmp_path / "runs" / n), "values": {"MIG": 0.1}}
-               for n in ("a", "b")]
-    out = battery.with_misalignment(records, [0, 1], tmp_path)
-    assert out[0]["values"]["misalignment"] == pytest.approx(20.0, abs=1e-6)
-    assert out[1]["values"]["misalignment"] == pytest.approx(10.0)    # R^2 0.1 left out
-    assert "misalignment" not in battery.with_misalignment(records, [1, 0], tmp_path)[1][
-        "values"]                                                     # another plane
-    assert battery.with_misalignment(records, None, tmp_path) == records
-    (tmp_path / "alignment.json").write_text("{")
-    with pytest.raises(ValueError, match="alignment.json: expected the JSON"):
-        battery.with_misalignment(records, [0, 1], tmp_path)
-
-
 def test_an_audit_of_a_reference_model_keeps_the_two_apart(tmp_path):
     """write_audit on runs already there (no training): the audited beta-VAE (here one
     that keeps its alignment) is not merged with the reference beta-VAE."""
