@@ -173,11 +173,14 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
     """One row per hypothesis (normalised), in order: the hypothesis' fields plus
     'test_name' (the test in words), 'margin' (None unless equivalence or
     non-inferiority), 'estimate' (the drop, the difference of means, or the difference of
-    drops), 'ci_low', 'ci_high' (95 % Welch t interval; the (1 − 2α) interval for
-    equivalence and non-inferiority, whose upper end is below the margin exactly when the
-    one-sided test rejects), 'n' (seeds of each
-    group, e.g. '5 / 6'), 'p', 'p_holm' (Holm over the family's tested hypotheses) and
-    'outcome' ('supported', 'not supported' or 'not testable: <why>').
+    drops), 'ci_low', 'ci_high' (the (1 − 2α) Welch t interval, 90 % at α 0.05, the
+    interval of every test here, each one-sided or two one-sided: its lower end is above 0
+    (drop, drop_difference, greater), its upper end below the margin (non-inferiority), or
+    it lies inside ±margin (equivalence) exactly when the unadjusted p is below α), 'n'
+    (seeds of each group, e.g. '5 / 6'), 'p', 'p_holm' (Holm over every hypothesis
+    registered in the family: one that cannot be tested counts as p = 1, so an arm that
+    failed does not make the others' correction milder; None for it) and 'outcome'
+    ('supported', 'not supported' or 'not testable: <why>').
     values(model, dataset, variant, setting, metric) -> list of kept runs' scores."""
     rows = []
     for h in hypotheses:
@@ -196,9 +199,10 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
     for row in rows:
         families[row["family"]].append(row)
     for family in families.values():
-        for row, p in zip(family, stats.adjust([r["p"] for r in family], "holm")):
-            row["p_holm"] = p
-            if p is not None:
+        adjusted = stats.adjust([1.0 if r["p"] is None else r["p"] for r in family], "holm")
+        for row, p in zip(family, adjusted):
+            row["p_holm"] = None if row["p"] is None else p
+            if row["p"] is not None:
                 row["outcome"] = "supported" if p < row["alpha"] else "not supported"
     return rows
 
@@ -222,14 +226,14 @@ def _test(h: dict, values) -> dict:
         first = _group(values, h, h["model"], h["variant"])
         second = _group(values, h, h["versus_model"], h["variant"], h["versus_setting"])
         result = stats.drop_test(first, second)     # mean(first) − mean(second) > 0
-        return {"estimate": result["drop"], "ci_low": result["ci_low"],
-                "ci_high": result["ci_high"], "n": f"{len(first)} / {len(second)}",
-                "p": result["p_drop"]}
+        low, high = stats.welch_ci(first, second, 1 - 2 * h["alpha"])
+        return {"estimate": result["drop"], "ci_low": low, "ci_high": high,
+                "n": f"{len(first)} / {len(second)}", "p": result["p_drop"]}
     variant = _group(values, h, h["model"], h["variant"])
     if h["test"] == "drop_difference":
         versus = _group(values, h, h["model"], h["versus"])
         result = stats.drop_difference(variant, versus)
-        low, high = stats.welch_ci(versus, variant)
+        low, high = stats.welch_ci(versus, variant, 1 - 2 * h["alpha"])
         return {"estimate": result["diff"], "ci_low": low, "ci_high": high,
                 "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
     if h["test"] == "noninferiority":
@@ -241,7 +245,8 @@ def _test(h: dict, values) -> dict:
     original = _group(values, h, h["model"], "original")
     if h["test"] == "drop":
         drop = stats.drop_test(original, variant)
-        return {"estimate": drop["drop"], "ci_low": drop["ci_low"], "ci_high": drop["ci_high"],
+        low, high = stats.welch_ci(original, variant, 1 - 2 * h["alpha"])
+        return {"estimate": drop["drop"], "ci_low": low, "ci_high": high,
                 "n": f"{len(original)} / {len(variant)}", "p": drop["p_drop"]}
     if h["test"] == "equivalence":
         margin = h.get("margin")

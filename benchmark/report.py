@@ -203,6 +203,17 @@ def nominal(records: list[dict]) -> dict[str, str]:
     return labels
 
 
+def label_note(records: list[dict]) -> str:
+    """The sentence that names the arms `nominal` shows by their base name ('' when none):
+    "'noisy' is noisy@0.1 on dsprites, the dataset's default strength"."""
+    shown = sorted({f"'{label}' is {variant} on {dataset}"
+                    for (dataset, variant), label in nominal(records).items()})
+    if not shown:
+        return ""
+    return (f"Labels: {'; '.join(shown)} (the dataset's default strength, paper 002's; "
+            "other strengths keep their @eps).")
+
+
 #: the columns a report groups runs by
 KEY = ["model", "dataset", "variant", "setting"]
 
@@ -645,6 +656,9 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
         raise ReportError(f"study.json: {error}") from None
 
     def values(model, dataset, variant, setting, metric):
+        base, _, eps = variant.partition("@")
+        if eps and float(eps) == default_eps(base, dataset):
+            variant = base      # the label `group` gives the default strength ('noisy@0.1')
         key = (model, dataset, variant, setting)
         if key not in groups:
             # A hypothesis names a variant by its base ('wave'); a study that ran it at one
@@ -673,13 +687,13 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
              "(variant − versus)"
              + (", or the difference of two methods' means (greater: model − versus model)"
                 if any(row["test"] == "greater" for row in rows) else "")
-             + ", with its 95 % Welch t interval (equivalence: the "
-             "(1 − 2α) interval, which must lie inside ±margin"
-             + ("; non-inferiority: the (1 − 2α) interval of the difference of drops, whose "
-                "top must lie below the margin"
+             + ", with its (1 − 2α) Welch t interval (90 % at α 0.05: each test is "
+             "one-sided, or two one-sided for equivalence, so the interval clears 0"
+             + (", lies below the margin (non-inferiority)"
                 if any(row["test"] == "noninferiority" for row in rows) else "")
-             + "); p (Holm): adjusted within "
-             "each family; supported when it is below α.", ""]
+             + " or lies inside ±margin (equivalence) exactly when p < α before Holm); "
+             "p (Holm): adjusted over every hypothesis registered in its family, one that "
+             "cannot be tested counted as p = 1; supported when it is below α.", ""]
     if amended:
         lines += ["**Amended:** study.json's earlier settings (`previous_settings`) hold other "
                   "hypotheses than these, so they were changed after the study started; "
@@ -890,7 +904,8 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              scale_line(table, groups, excluded), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
-             "mean ± std over seeds (number of seeds; no std for one seed).", ""]
+             "mean ± std over seeds (number of seeds; no std for one seed). "
+             + label_note(records), ""]
     lines += artefact_warning_lines(records, table, study)
     lines += arm_size_lines(sizes, unmeasured)
     lines += hypothesis_lines(hypotheses, study)

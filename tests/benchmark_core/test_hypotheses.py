@@ -57,6 +57,10 @@ def test_evaluate_known_answers_against_scipy():
     p1 = sp.ttest_ind(bo, bm, equal_var=False, alternative="greater").pvalue
     assert rows["H1"]["p"] == pytest.approx(p1)
     assert rows["H1"]["estimate"] == pytest.approx(np.mean(bo) - np.mean(bm))
+    # the (1 - 2 alpha) interval of a one-sided test: its lower end clears 0 iff p < alpha
+    t = sp.ttest_ind(bo, bm, equal_var=False)
+    low, _ = t.confidence_interval(0.90)
+    assert rows["H1"]["ci_low"] == pytest.approx(low)
     margin = 0.5 * (np.mean(bo) - np.mean(bm))
     assert rows["H2"]["margin"] == pytest.approx(margin)
     po, pm = DATA[("pcl", "original")], DATA[("pcl", "modified")]
@@ -88,9 +92,14 @@ def test_evaluate_outcomes_not_supported_and_not_testable():
          "margin": 0.08}]), _values)[0]
     assert waiting["outcome"].startswith("not testable") and waiting["margin"] == 0.08
     assert rows["E"]["outcome"] == "not supported" and rows["E"]["margin"] == 0.01
-    # Holm over the tested two only
-    assert rows["N"]["p_holm"] == pytest.approx(stats.holm([rows["N"]["p"],
-                                                           rows["E"]["p"]])[0])
+    # Holm over the family's three registered hypotheses: the untested one counts as
+    # p = 1, so it does not make the others' correction milder
+    assert rows["N"]["p_holm"] == pytest.approx(stats.holm([rows["N"]["p"], rows["E"]["p"],
+                                                           1.0])[0])
+    pair = {r["id"]: r for r in hypotheses.evaluate(hypotheses.normalise(
+        [DECLARED[0], {"id": "U", "test": "drop", "model": "ae", "dataset": "dsprites"}]),
+        _values)}
+    assert pair["H1"]["p_holm"] == pytest.approx(2 * pair["H1"]["p"])     # m = 2, not 1
 
 
 def test_study_settings_record_hypotheses_from_gin(tmp_path):

@@ -365,7 +365,7 @@ def test_noninferiority_hypothesis_in_the_report(tmp_path):
     text = report.write_report(study, tmp_path / "out").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| N1 |"))
     assert "< 0.200" in row and "±" not in row and "| supported |" in row
-    assert "non-inferiority: the (1 − 2α) interval" in text
+    assert "lies below the margin (non-inferiority)" in text
 
 
 def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
@@ -381,11 +381,16 @@ def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
                 eps=0.0473)
     both = [{"id": f"H{i}", "test": "drop_difference", "model": "beta_vae",
              "dataset": "dsprites", "versus": versus}
-            for i, versus in enumerate(("noisy@0.0473", "noisy"))]
+            for i, versus in enumerate(("noisy@0.0473", "noisy", "noisy@0.1"))]
     (root / "study.json").write_text(json.dumps({"settings": {"hypotheses": both}}))
-    matched, paper = report.hypothesis_rows(report.read_study(root),
-                                            report.group(report.load_runs(root))[0])
+    matched, paper, named = report.hypothesis_rows(report.read_study(root),
+                                                   report.group(report.load_runs(root))[0])
     assert matched["n"] == paper["n"] == "4 / 4"
+    # named at its default strength in full (manipulation_ellipse3_cpu's S1), the paper's
+    # arm is the same group, not "not testable"
+    assert named["n"] == "4 / 4" and named["estimate"] == pytest.approx(paper["estimate"])
+    text = report.write_report(root, tmp_path / "out").read_text()
+    assert "'noisy' is noisy@0.1 on dsprites" in text
     matched_means = np.mean(ORIGINAL) + 0.02 * 1.5 - (np.mean(ORIGINAL) - 0.10)
     assert matched["estimate"] == pytest.approx(matched_means)
     assert paper["estimate"] == pytest.approx(0.01)
