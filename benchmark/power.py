@@ -1,9 +1,13 @@
-"""python -m benchmark.power --drop=D --sd=S [--sd_other=S2] [--alpha=0.05] [--power=0.8]
+"""python -m benchmark.power --drop=D --sd=S [--sd_other=S2] [--paired] [--alpha=0.05]
+    [--power=0.8]
 
 Prints the seeds (runs per arm, equal arms) a study needs so that a one-sided Welch
 test at level --alpha detects a drop of --drop (in the metric's units, e.g. MIG 0.05)
 with probability --power, when the runs' spread is --sd (sample std over seeds; --sd_other
 for the variant's arm when it differs). Noncentral t, see benchmark/stats.py `power`.
+With --paired, the pairs (seeds) a one-sided paired t-test needs (arms compared seed by
+seed, as perturbations.readapt's across-seed tests), --sd then being the spread of the
+per-seed differences (benchmark/stats.py `paired_power`).
 Example: the CPU-scale β-VAE's MIG drop on modified data in results/zietlow2021_cpu
 (0.023 at a pooled sd of 0.025; 3 seeds a side have 24 % power) needs 16 seeds per arm:
     python -m benchmark.power --drop=0.023 --sd=0.025
@@ -28,16 +32,27 @@ def define_flags() -> None:
     flags.DEFINE_float("sd_other", None, "Spread of the variant's runs (default: --sd).")
     flags.DEFINE_float("alpha", stats.ALPHA, "Level of the one-sided Welch test.")
     flags.DEFINE_float("power", 0.8, "Power to reach, in (0, 1).")
+    flags.DEFINE_bool("paired", False, "Paired t-test: --sd is the spread of the per-seed "
+                      "differences; seeds are pairs.")
 
 
 def message(drop: float, sd: float, alpha: float, target: float,
-            sd_other: float | None = None) -> tuple[int | None, str]:
+            sd_other: float | None = None, paired: bool = False) -> tuple[int | None, str]:
     """(seeds per arm or None, the sentence the command prints)."""
-    seeds = stats.seeds_needed(drop, sd, alpha, target, sd_other)
-    spread = f"sd {sd:g}" + ("" if sd_other is None else f" / {sd_other:g}")
+    if paired and sd_other is not None:
+        raise UserError("--sd_other is for two independent arms; with --paired, --sd is "
+                        "the spread of the per-seed differences")
+    seeds = stats.seeds_needed(drop, sd, alpha, target, sd_other, paired=paired)
+    spread = (f"sd of the differences {sd:g}" if paired else
+              f"sd {sd:g}" + ("" if sd_other is None else f" / {sd_other:g}"))
     if seeds is None:
         return None, (f"no feasible number of seeds (over 10000 per arm, or drop ≤ 0) "
                       f"detects a drop of {drop:g} at {spread}")
+    if paired:
+        reached = stats.paired_power(drop, sd, seeds, alpha)
+        return seeds, (f"{seeds} seeds (pairs) detect a difference of {drop:g} at {spread} "
+                       f"with power {reached:.3f} (one-sided paired t, alpha {alpha:g}, "
+                       f"target power {target:g})")
     reached = stats.power(drop, sd, seeds, alpha, sd_other)
     return seeds, (f"{seeds} seeds per arm detect a drop of {drop:g} at {spread} with "
                    f"power {reached:.3f} (one-sided Welch, alpha {alpha:g}, target power "
@@ -53,7 +68,8 @@ def main(argv):
     if not (FLAGS.sd > 0 and (FLAGS.sd_other is None or FLAGS.sd_other > 0)
             and 0 < FLAGS.alpha < 1 and 0 < FLAGS.power < 1):
         raise UserError("expected --sd (and --sd_other) > 0, 0 < --alpha < 1, 0 < --power < 1")
-    seeds, text = message(FLAGS.drop, FLAGS.sd, FLAGS.alpha, FLAGS.power, FLAGS.sd_other)
+    seeds, text = message(FLAGS.drop, FLAGS.sd, FLAGS.alpha, FLAGS.power, FLAGS.sd_other,
+                          FLAGS.paired)
     print(text)
     if seeds is None:
         sys.exit(1)

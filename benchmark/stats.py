@@ -287,22 +287,42 @@ def power(effect: float, sd: float, n: int, alpha: float = ALPHA, sd_other: floa
     return float(stats.nct.sf(stats.t.ppf(1 - alpha, df), df, effect / math.sqrt(va + vb)))
 
 
+def paired_power(effect: float, sd_diff: float, n: int, alpha: float = ALPHA) -> float:
+    """Power in [0, 1] of the one-sided paired t-test (`paired`) at level alpha to detect
+    a mean difference `effect` > 0 with n pairs whose differences spread sd_diff (std of
+    the per-pair differences, not of either arm): power = P(T' > t_{1 − alpha, n − 1}),
+    T' ~ noncentral t(n − 1, effect √n / sd_diff)."""
+    if n < 2:
+        raise ValueError(f"paired_power: needs n ≥ 2 pairs, found {n}")
+    if sd_diff == 0:
+        return 1.0 if effect > 0 else 0.0
+    return float(stats.nct.sf(stats.t.ppf(1 - alpha, n - 1), n - 1,
+                              effect * math.sqrt(n) / sd_diff))
+
+
 def seeds_needed(effect: float, sd: float, alpha: float = ALPHA, target: float = 0.8,
-                 sd_other: float | None = None, max_seeds: int = 10000) -> int | None:
+                 sd_other: float | None = None, max_seeds: int = 10000,
+                 paired: bool = False) -> int | None:
     """Smallest number of runs per arm (equal arms, ≥ 2) at which the one-sided Welch
     test at level alpha reaches power `target` for a true difference `effect` at spreads
-    sd / sd_other (see `power`). None when effect ≤ 0 (no number of seeds detects it) or
-    more than max_seeds would be needed."""
+    sd / sd_other (see `power`); with paired, the number of pairs at which the one-sided
+    paired t-test does, sd being the spread of the differences (`paired_power`; sd_other
+    unused). None when effect ≤ 0 (no number of seeds detects it) or more than max_seeds
+    would be needed."""
     if not effect > 0:
         return None
-    if power(effect, sd, max_seeds, alpha, sd_other) < target:
+
+    def power_at(n: int) -> float:
+        return (paired_power(effect, sd, n, alpha) if paired
+                else power(effect, sd, n, alpha, sd_other))
+    if power_at(max_seeds) < target:
         return None
     low, high = 2, max_seeds          # power grows with n: bisect for the first n
-    if power(effect, sd, low, alpha, sd_other) >= target:
+    if power_at(low) >= target:
         return low
     while high - low > 1:
         mid = (low + high) // 2
-        if power(effect, sd, mid, alpha, sd_other) >= target:
+        if power_at(mid) >= target:
             high = mid
         else:
             low = mid

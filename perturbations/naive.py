@@ -4,8 +4,16 @@ the disentangled one. The suite's reading (the paper gives no formula): a model'
 projection of x is its reconstruction r(x) = sigmoid(decoder(encoder(x)['mean'])), so the
 move is along r_ent(x) - r_dis(x) (each side averaged over its references):
 
-    delta(x) = (r_ent(x) - r_dis(x)) / max over pixels |r_ent(x) - r_dis(x)|   in [-1, 1]
-    x' = reflect(x + eps * delta(x))
+    d(x)     = (r_ent(x) - r_dis(x)) / max over pixels |r_ent(x) - r_dis(x)|   in [-1, 1]
+    delta(x) = clip(x + d(x), 0, 1) - x        (the move stops at the pixel range)
+    x' = x + eps * delta(x)                    (eps in [0, 1]: never leaves [0, 1])
+
+The clip is the suite's choice and matters: the additive arms' reflect would fold a move
+that leaves [0, 1] back into the range, and dSprites' pixels are exactly 0 or 1, so every
+pixel whose move points out of the range (a background pixel the entangled side wants
+darker) would move the *other* way, towards the disentangled reconstruction. With reflect
+the arm was the same whichever reference was called entangled, and 27 % of its energy
+pointed the wrong way (found by review before the objective check ran, 2026-11-27).
 
 It is the positive control of the game's objective (issue 28 step 4): a perturbation built
 to make the entangled decoder's job easier, which re-adaptation must reward over noise of
@@ -42,6 +50,18 @@ def reconstructions(pairs, images: np.ndarray, batch_size: int = 256) -> np.ndar
     return (total / len(pairs)).astype(np.float32)
 
 
+def feasible_move(images: np.ndarray, entangled: np.ndarray, disentangled: np.ndarray
+                  ) -> np.ndarray:
+    """delta (module docstring) of images (n, ...) in [0, 1] from the two sides'
+    reconstructions (same shape): float32, x + delta in [0, 1], each pixel moved towards
+    the entangled reconstruction and away from the disentangled one (or not at all)."""
+    difference = entangled.astype(np.float64) - disentangled
+    scale = np.abs(difference).reshape(len(images), -1).max(axis=1)
+    direction = difference / np.where(scale > 0, scale, 1.0).reshape(-1, *[1] * (
+        difference.ndim - 1))
+    return (np.clip(images + direction, 0.0, 1.0) - images).astype(np.float32)
+
+
 class NaiveData(AdditivePerturbation):
     """The naive arm (module docstring) of `base` at strength eps, from the entangled and
     disentangled references' (encoder, decoder) pairs."""
@@ -55,13 +75,12 @@ class NaiveData(AdditivePerturbation):
             if not entangled or not disentangled:
                 raise ConfigError("the naive arm needs entangled and disentangled references")
             images = base.observations_from_factors(base.factors_of(np.arange(base.num_images)))
-            difference = reconstructions(entangled, images) - reconstructions(disentangled,
-                                                                              images)
-            scale = np.abs(difference).reshape(len(images), -1).max(axis=1)
-            deltas = difference / np.where(scale > 0, scale, 1.0)[:, None, None, None]
+            deltas = feasible_move(images, reconstructions(entangled, images),
+                                   reconstructions(disentangled, images))
         self.deltas = np.asarray(deltas, np.float32)
         super().__init__(base, self.naive_delta, eps, variant="naive",
-                         metadata={"delta": "(r_ent - r_dis) / max |r_ent - r_dis|"})
+                         metadata={"delta": "clip(x + (r_ent - r_dis) / max |r_ent - r_dis|, "
+                                            "0, 1) - x"})
 
     def naive_delta(self, factors) -> np.ndarray:
         return self.deltas[self.base.index_of(factors)]

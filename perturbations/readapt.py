@@ -30,8 +30,11 @@ arms that differ only in the target (default the first three):
                     found is recorded in 'arm_eps'
 Every arm's energy per image, mean |x' - x| and L-infinity change are recorded
 ('arm_change').
-Every `eval_every` updates both sides' losses are measured on one held-out sample (the
-same factors, latent noise and images in every arm). The arms share the training batches.
+Every `eval_every` updates both sides' losses are measured on one evaluation sample: the
+whole grid when the dataset has at most `eval_images` images (the ellipse's 1,024), else
+`eval_images` distinct images drawn without replacement; the same images and latent noise
+in every arm. It is not held out: the training batches are drawn from the same grid. The
+arms share the training batches.
 
 The gate (`gate`): the *advantage* of the modified data is
     (L_ent - L_dis)_modified - (L_ent - L_dis)_original
@@ -42,14 +45,17 @@ second half of the updates (it is not closing). The texture arm's advantage is r
 beside it, and every other arm's (`arm_advantage_end`): an arm with a more negative
 advantage than m's is a perturbation the game would have preferred to the m it found.
 
-With --seeds the re-adaptation runs once per seed (batches, held-out sample and latent
-noise; the references are the artefact's) and `across_seeds` adds, per arm, the mean
-advantage at the end with its t interval and the test that it is below 0, and for every
-arm against each arm of --compare_to (default: the noise arms) the paired t-test (pairs:
-the same seed, so the same batches and held-out sample) that its advantage is lower, i.e.
-that the game's objective prefers it to that control (issue 28 step 4: if the naive arm,
-the objective's positive control, is not preferred to noise of the same energy, the
-objective is blind at this scale).
+With --seeds the re-adaptation runs once per seed (batches, the evaluation sample when
+it is drawn, and latent noise; the references, the noise's realisation, the naive deltas
+and the wave's direction are the same in every seed, so the intervals are those of this
+reference pair) and `across_seeds` adds, per arm, the mean advantage at the end with its
+(1 - 2 alpha) t interval (90 % at alpha 0.05, the one that matches the one-sided test)
+and the test that it is below 0, and for every arm against each arm of --compare_to
+(default: the noise arms) the paired one-sided t-test (pairs: the same seed, so the same
+batches) that its advantage is lower, i.e. that the game's objective prefers it to that
+control (issue 28 step 4: the naive arm is the objective's positive control; until it is
+shown preferred to noise of the same energy, nothing the objective prefers or does not
+prefer can be read as about mixing).
 
 Exit status: 0 done (a failed gate is a result, printed and recorded), 2 when the artefact
 or its references cannot be loaded or an argument is invalid (one line `error: ...`).
@@ -71,6 +77,9 @@ FLAGS = flags.FLAGS
 
 #: the default arms of the gate, in the order they run (module docstring)
 ARMS = ("original", "modified", "modified_texture")
+#: what an interrupted --seeds run must share with its resumption beyond the flags: the
+#: evaluation sample and the naive move of this code (neither is a flag)
+METHOD = "evaluation sample: grid or distinct draw; naive move clipped (2026-11-27)"
 #: arms built from the artefact's reference models (module docstring)
 REFERENCE_ARMS = ("naive", "wave_entangled")
 #: where --publish writes (the artefact directory) and the key it merges into evidence.json
@@ -85,11 +94,12 @@ def define_flags() -> None:
                          "update of m).", lower_bound=1)
     flags.DEFINE_integer("batch_size", 64, "Images per decoder update (the game's).",
                          lower_bound=1)
-    flags.DEFINE_integer("eval_every", 100, "Updates between two held-out measurements.",
+    flags.DEFINE_integer("eval_every", 100, "Updates between two measurements on the evaluation sample.",
                          lower_bound=1)
-    flags.DEFINE_integer("eval_images", 1024, "Images of the held-out sample.", lower_bound=1)
-    flags.DEFINE_integer("seed", 0, "Seed of the batches, the held-out sample and the "
-                         "latent noise.", lower_bound=0)
+    flags.DEFINE_integer("eval_images", 1024, "Images of the evaluation sample (the whole "
+                         "grid when it has no more).", lower_bound=1)
+    flags.DEFINE_integer("seed", 0, "Seed of the batches, the evaluation sample (when drawn) "
+                         "and the latent noise.", lower_bound=0)
     flags.DEFINE_string("source", None, "Dataset source (procedural|file|auto); default: "
                         "the one recorded in the artefact's metadata.")
     flags.DEFINE_list("arms", list(ARMS), "Arms to re-adapt on: original, modified and "
@@ -109,7 +119,7 @@ def define_flags() -> None:
 
 
 def gate(evaluations: list[int], gaps: dict) -> dict:
-    """The gate's verdict from held-out gaps L_ent - L_dis.
+    """The gate's verdict from the evaluation sample's gaps L_ent - L_dis.
 
     evaluations: update counts of the measurements, increasing, starting at 0 (m >= 2);
     gaps: {arm: list of m gaps}, with at least 'original' and 'modified'.
@@ -341,11 +351,13 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
                          target, match_to)
     targets_of = {arm: targets_of[arm] for arm in arms}
 
-    held_out = data.sample_factors(int(eval_images), np.random.default_rng([seed, 1]))
-    held_images = data.observations_from_factors(held_out)
+    sample = evaluation_factors(data, int(eval_images), seed)
+    sample_images = data.observations_from_factors(sample)
     evaluations = sorted({0, *range(int(eval_every), int(steps), int(eval_every)), int(steps)})
     result = {"artefact": str(directory), "eps": metadata["eps"], "steps": int(steps),
-              "batch_size": int(batch_size), "eval_images": int(eval_images),
+              "batch_size": int(batch_size), "eval_images": len(sample),
+              "eval_sample": ("grid" if len(sample) == data.num_images
+                              else "drawn without replacement"),
               "seed": int(seed), "latent_samples": latent_samples,
               "reconstruction": reconstruction, "optimizer": "Adam 1e-4 (appendix B.1)",
               "references": dirs, "evaluations": evaluations, "arms": {},
@@ -361,7 +373,7 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
             logging.info("re-adaptation %s: kept from the interrupted run", arm)
             continue
         variant = targets_of[arm]
-        held_targets = variant.observations_from_factors(held_out)
+        sample_targets = variant.observations_from_factors(sample)
         sides = {side: [references.load_encoder_decoder(r, data.observation_shape)
                         for r in refs] for side, refs in found_refs.items()}
         pairs = sides["entangled"] + sides["disentangled"]
@@ -379,22 +391,22 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
 
         update = _update_fn(side_means, variables, optimizer)
 
-        def held_out_losses(side_means=side_means):
+        def sample_losses(side_means=side_means):
             totals = np.zeros(2)
-            for start in range(0, len(held_out), 256):
+            for start in range(0, len(sample), 256):
                 chunk = slice(start, start + 256)
-                ent, dis, _ = side_means(tf.constant(held_images[chunk]),
-                                         tf.constant(held_targets[chunk]),
+                ent, dis, _ = side_means(tf.constant(sample_images[chunk]),
+                                         tf.constant(sample_targets[chunk]),
                                          tf.constant([seed, 2 + start], tf.int64))
-                totals += np.array([float(ent), float(dis)]) * len(held_images[chunk])
-            return totals / len(held_out)
+                totals += np.array([float(ent), float(dis)]) * len(sample_images[chunk])
+            return totals / len(sample)
 
         rng = np.random.default_rng([seed, 3])          # the same batches in every arm
         curve = {"entangled": [], "disentangled": [], "gap": []}
         started = tf.timestamp()
         for step in tqdm(range(int(steps) + 1), desc=f"re-adapting ({arm})", leave=False):
             if step in evaluations:
-                ent, dis = held_out_losses()
+                ent, dis = sample_losses()
                 curve["entangled"].append(float(ent))
                 curve["disentangled"].append(float(dis))
                 curve["gap"].append(float(ent - dis))
@@ -412,6 +424,16 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
             on_arm(result)
     result["gate"] = gate(evaluations, {a: c["gap"] for a, c in result["arms"].items()})
     return result
+
+
+def evaluation_factors(data, eval_images: int, seed: int) -> np.ndarray:
+    """int64 (n, k): every factor vector of the grid when data has at most eval_images
+    images, else eval_images distinct ones drawn with np.random.default_rng([seed, 1])."""
+    if data.num_images <= eval_images:
+        return data.factors_of(np.arange(data.num_images))
+    chosen = np.random.default_rng([seed, 1]).choice(data.num_images, eval_images,
+                                                     replace=False)
+    return data.factors_of(np.sort(chosen))
 
 
 def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
@@ -443,8 +465,9 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
     values = {a: [runs[s]["gate"]["arm_advantage_end"][a] for s in seeds] for a in arms}
     out = {"seeds": seeds, "compare_to": controls, "alpha": alpha, "arms": {},
            "preferred": {}}
+    confidence = 1 - 2 * alpha           # the interval that matches a one-sided test
     for arm, found in values.items():
-        test = stats.paired(found, [0.0] * len(found), "less")
+        test = stats.paired(found, [0.0] * len(found), "less", confidence)
         out["arms"][arm] = {"advantage_end": found, "mean": test["diff"],
                             "ci_low": test["ci_low"], "ci_high": test["ci_high"],
                             "p_below_zero": test["p"]}
@@ -455,7 +478,8 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
         out["preferred"][arm] = {}
         family = "control" if arm.partition("@")[0] == "naive" else "arms"
         for control in controls:
-            test = {**stats.paired(values[arm], values[control], "less"), "family": family}
+            test = {**stats.paired(values[arm], values[control], "less", confidence),
+                    "family": family}
             out["preferred"][arm][control] = test
             tests.append(test)
     for family in ("control", "arms"):
@@ -468,8 +492,9 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
 def across_lines(summary: dict) -> list[str]:
     """`across_seeds` as short lines of text."""
     n = len(summary["seeds"])
-    lines = [f"across {n} seeds, advantage at the end (vs original; mean [95 % t CI], "
-             "one-sided p that it is below 0):"]
+    level = 100 * (1 - 2 * summary.get("alpha", 0.05))
+    lines = [f"across {n} seeds, advantage at the end (vs original; mean [{level:g} % t CI, "
+             "the one-sided test's], one-sided p that it is below 0):"]
     lines += [f"  {arm}: {a['mean']:+.2f} [{a['ci_low']:+.2f}, {a['ci_high']:+.2f}], "
               f"p {a['p_below_zero']:.3g}" for arm, a in summary["arms"].items()]
     for arm, against in summary["preferred"].items():
@@ -513,7 +538,7 @@ def save_figure(result: dict, path) -> None:
         axis.plot(result["evaluations"], curve["gap"], marker=".", label=arm)
     axis.axhline(0.0, color="grey", linewidth=0.5)
     axis.set_xlabel("decoder updates with m frozen")
-    axis.set_ylabel("held-out L_ent - L_dis")
+    axis.set_ylabel("L_ent - L_dis (evaluation sample)")
     axis.set_title(f"re-adaptation: {'passes' if result['gate']['passes'] else 'fails'}")
     axis.legend()
     figure.tight_layout()
@@ -580,7 +605,8 @@ def main(argv):
         settings = {"artefact": str(directory), "steps": FLAGS.steps,
                     "batch_size": FLAGS.batch_size, "eval_every": FLAGS.eval_every,
                     "eval_images": FLAGS.eval_images, "source": FLAGS.source,
-                    "arms": list(FLAGS.arms), "match_to": FLAGS.match_to}
+                    "arms": list(FLAGS.arms), "match_to": FLAGS.match_to,
+                    "method": METHOD}
         partial = pathlib.Path(f"{FLAGS.out}.partial.json") if FLAGS.out else None
         with user_errors(OSError, ValueError):
             runs, started = finished_seeds(partial, settings)

@@ -167,6 +167,21 @@ def test_power_matches_simulated_scipy_welch():
             rejected.mean(), abs=0.03)
 
 
+def test_paired_power_matches_simulated_scipy_paired_t():
+    """The power of perturbations.readapt's across-seed test: pairs, n - 1 df, the spread
+    of the differences (a Welch power at that spread overstates the seeds ~2x)."""
+    rng = np.random.default_rng(6)
+    for effect, sd_diff, n in [(1.0, 1.0, 3), (0.5, 1.0, 8)]:
+        d = rng.normal(effect, sd_diff, (6000, n))
+        rejected = sp.ttest_1samp(d, 0.0, axis=1, alternative="greater").pvalue < 0.05
+        assert stats.paired_power(effect, sd_diff, n, 0.05) == pytest.approx(
+            rejected.mean(), abs=0.03)
+    n = stats.seeds_needed(0.5, 1.0, paired=True)
+    assert stats.paired_power(0.5, 1.0, n) >= 0.8 > stats.paired_power(0.5, 1.0, n - 1)
+    assert n == 27                       # G*Power, one-tailed paired t, dz = 0.5, 0.8: 27
+    assert n < stats.seeds_needed(0.5, 1.0) / 1.5
+
+
 def test_seeds_needed():
     # G*Power's one-tailed two-sample t-test at power 0.8: d = 0.5 -> 51, d = 0.8 -> 21
     assert stats.seeds_needed(0.5, 1.0) == 51 and stats.seeds_needed(0.08, 0.1) == 21
@@ -190,3 +205,7 @@ def test_power_command():
     result = subprocess.run([sys.executable, "-m", "benchmark.power", "--drop=0.8", "--sd=1"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.startswith("21 seeds per arm")
+    result = subprocess.run([sys.executable, "-m", "benchmark.power", "--drop=0.5", "--sd=1",
+                             "--paired"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.startswith("27 seeds (pairs)"), (
+        result.stdout + result.stderr)

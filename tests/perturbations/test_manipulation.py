@@ -356,7 +356,9 @@ def test_the_game_has_two_optimizers_and_the_neurons_direction_is_set_and_logged
 def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
     """perturbations/naive.py with references whose reconstructions are known: the
     entangled side reconstructs every pixel as 0.8, the disentangled as 0.3, so the move
-    is +1 everywhere; matched_eps finds the strength of a target energy."""
+    is +1 wherever the pixel can rise (background) and 0 where it cannot (a foreground
+    pixel is 1): never folded back towards the disentangled side. Swapping the sides
+    gives the opposite move. matched_eps finds the strength of a target energy."""
     from benchmark.data.oracle import ORACLE_FIXED_FACTORS, mean_change
     from benchmark.data.subset import FactorSubset
     from benchmark.errors import ConfigError
@@ -372,10 +374,16 @@ def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
     data = FactorSubset(dsprites.DSprites(source="procedural"), ORACLE_FIXED_FACTORS)
     naive = NaiveData(data, 0.2, [(encoder, decoder_of(0.8))], [(encoder, decoder_of(0.3))])
     factors = data.sample_factors(16, np.random.default_rng(0))
-    np.testing.assert_allclose(naive.delta(factors), 1.0, atol=1e-5)
     moved = naive.observations_from_factors(factors)
     original = data.observations_from_factors(factors)
-    np.testing.assert_allclose(moved, reflect_np(original + 0.2), atol=1e-6)
+    assert set(np.unique(original)) == {0.0, 1.0}
+    np.testing.assert_allclose(naive.delta(factors), 1.0 - original, atol=1e-5)
+    np.testing.assert_allclose(moved, original + 0.2 * (1.0 - original), atol=1e-6)
+    swapped = NaiveData(data, 0.2, [(encoder, decoder_of(0.3))], [(encoder, decoder_of(0.8))])
+    np.testing.assert_allclose(swapped.delta(factors), -original, atol=1e-5)
+    # every pixel moves towards the entangled side (r_ent - r_dis = +0.5) or stays
+    assert (naive.delta(factors) >= 0).all() and (swapped.delta(factors) <= 0).all()
+    assert np.abs(swapped.observations_from_factors(factors) - moved).max() > 0.1
     target = mean_change(naive.at(0.1), power=2)
     assert matched_eps(naive.at, target) == pytest.approx(0.1, rel=1e-3)
     with pytest.raises(ValueError, match="no eps in"):

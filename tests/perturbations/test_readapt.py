@@ -2,10 +2,11 @@
 known trajectories, and one clear error for artefacts it cannot re-adapt. The command runs
 end to end in tests/perturbations/test_generate.py on a generated artefact."""
 
+import numpy as np
 import pytest
 
 from perturbations import artefact, manipulation, references
-from perturbations.readapt import gate, readaptation
+from perturbations.readapt import METHOD, gate, readaptation
 
 STEPS = [0, 100, 200, 300, 400]
 
@@ -91,6 +92,11 @@ def test_across_seeds_tests_which_arm_the_objective_prefers():
     modified = summary["preferred"]["modified"]["noisy@matched"]
     assert not modified["preferred"] and modified["diff"] == pytest.approx(-0.1)
     assert summary["arms"]["naive@matched"]["mean"] == pytest.approx(-8.2)
+    # the (1 - 2 alpha) interval matches the one-sided test: its top is below 0 iff p < alpha
+    difference = np.subtract([-9.0, -7.5, -8.1], [-0.5, 0.3, -0.6])
+    low, high = sp.ttest_1samp(difference, 0.0).confidence_interval(0.90)
+    assert (naive["ci_low"], naive["ci_high"]) == pytest.approx((low, high))
+    assert any("90 % t CI" in line for line in across_lines(summary))
     assert summary["arms"]["naive@matched"]["p_below_zero"] < 0.01
     assert "noisy@matched" not in summary["preferred"]
     assert any("naive@matched vs noisy@matched" in line and "preferred by the objective"
@@ -141,7 +147,8 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
     arms = "--arms=original,modified,noisy@matched"
     settings = {"artefact": str(tmp_path / "art"), "steps": 5, "batch_size": 64,
                 "eval_every": 100, "eval_images": 1024, "source": None,
-                "arms": ["original", "modified", "noisy@matched"], "match_to": "modified"}
+                "arms": ["original", "modified", "noisy@matched"], "match_to": "modified",
+                "method": METHOD}
     partial = tmp_path / "seeds.json.partial.json"
     partial.write_text(json.dumps({"settings": settings, "runs": {
         "0": run(-1.0, -0.5), "1": run(-0.8, 0.3), "2": run(-0.9, -0.6), "7": run(9, 9)}}))
@@ -162,3 +169,23 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
     broken = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
                       "--seeds=0,1", f"--out={out}")
     assert broken.returncode == 2 and "unreadable file" in broken.stderr.splitlines()[-1]
+
+
+def test_the_evaluation_sample_is_the_grid_or_distinct_images():
+    """The gap is measured on the whole grid when it is small (the ellipse's 1,024), else on
+    distinct images: a draw with replacement weighted some images twice (637 distinct of
+    1,024 for seed 0)."""
+    from benchmark.data import dsprites
+    from benchmark.data.oracle import ORACLE_FIXED_FACTORS
+    from benchmark.data.subset import FactorSubset
+    from perturbations.readapt import evaluation_factors
+
+    data = FactorSubset(dsprites.DSprites(source="procedural"), ORACLE_FIXED_FACTORS)
+    grid = evaluation_factors(data, 1024, seed=0)
+    assert len(grid) == data.num_images == 1024
+    assert len({tuple(f) for f in grid}) == 1024
+    np.testing.assert_array_equal(grid, evaluation_factors(data, 5000, seed=3))
+    drawn = evaluation_factors(data, 300, seed=1)
+    assert len({tuple(f) for f in drawn}) == 300
+    np.testing.assert_array_equal(drawn, evaluation_factors(data, 300, seed=1))
+    assert not np.array_equal(drawn, evaluation_factors(data, 300, seed=2))
