@@ -728,8 +728,9 @@ def artefact_warning_lines(records: list[dict], table, study: dict) -> list[str]
     if not found:
         return []
     lines = ["## Warning: a flagged artefact", "",
-             "These arms read an artefact whose own evidence argues against it; their drops "
-             "say nothing about the manipulation it was meant to be:", ""]
+             "These arms read an artefact whose own evidence argues against it; read their "
+             "drops as the effect of this artefact as it is, not of the factor-dependent "
+             "manipulation it was meant to be:", ""]
     lines += [f"- **{arm}**: {'; '.join(sorted(warnings))}" for arm, warnings in
               sorted(found.items())]
     return lines + [""]

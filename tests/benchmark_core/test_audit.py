@@ -381,6 +381,9 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
     assert "![dose-response](dose_response.png)" in text
     assert (out / "dose_response.png").stat().st_size > 1000
     assert "Over-pruned runs per arm" in text
+    # the tiny reference's study.json names no models: its completeness cannot be counted
+    assert result["reference_completeness"] is None and "holds no whole grid" in text
+    assert result["artefact_warnings"] == {} and "is flagged" not in text
     assert (out / "report" / "report.md").exists()
     with pytest.raises(FileNotFoundError, match="study.json"):
         audit.run_audit("examples/sparse_vae.gin", "x", [0], tmp_path / "none", out)
@@ -449,3 +452,55 @@ def test_the_scope_names_arms_with_runs_of_other_seeds():
     extended = _scope(reference, "ref", battery, [0, 1, 2], None, None,
                       {"original": 13, "wave@0.3": 3})
     assert "3 seed(s) per arm (13 on original);" in extended
+
+
+def test_a_failed_positive_control_still_records_the_floor_and_names_no_paper_when_flagged():
+    method = _arms(HIGH, LOW, [0.29, 0.30, 0.31, 0.30])
+    weak = _arms([0.07, 0.06, 0.05], [0.01, 0.08, 0.06])
+    result = audit.verdict(method, weak, AE)
+    assert result["label"] == "INCONCLUSIVE" and "drop" not in result["tests"]
+    assert result["tests"]["floor"]["p"] == pytest.approx(_one_sided(HIGH, AE["original"]["kept"]))
+    _, _, plain = audit.positive_control(BETA_VAE)
+    _, _, flagged = audit.positive_control(BETA_VAE, flagged=True)
+    assert "paper 002 Table 1" in plain and "paper 002" not in flagged
+    assert "unadjusted" in plain
+
+
+def test_the_audit_trains_the_battery_arms_only_and_counts_the_reference(tmp_path):
+    """manipulation_ellipse3_cpu has paper 002's L-inf noise (noisy@0.1) beside its
+    battery: the audit does not train it (it enters no verdict); the reference's finished
+    runs on the battery's arms are counted against its registered grid."""
+    reference = {"name": "ref", "datasets": ["dsprites"], "artefacts": {},
+                 "models": {"beta_vae": "models/beta_vae.gin", "ae": "models/ae.gin",
+                            "pcl": "models/pcl.gin"},
+                 "variants": ["original", "wave@0.3", "noisy@0.3675", "noisy@0.1"],
+                 "model_variants": {"pcl": ["original", "wave@0.3"], "ae": ["original"]},
+                 "seeds": [0, 1], "bindings": [], "source": "procedural", "line_search": {},
+                 "battery": {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}}
+    settings = audit.audit_settings("examples/sparse_vae.gin", "sv", [0], reference,
+                                    str(tmp_path / "out"))
+    assert settings["variants"] == ["original", "wave@0.3", "noisy@0.3675"]
+    battery = reference["battery"]
+    finished = [{"run_dir": str(tmp_path / n)} for n in (
+        "beta_vae_dsprites_original_seed0", "beta_vae_dsprites_original_seed1",
+        "beta_vae_dsprites_wave@0.3_seed0", "beta_vae_dsprites_noisy@0.3675_seed0",
+        "beta_vae_dsprites_noisy@0.1_seed0", "ae_dsprites_original_seed0",
+        "ae_dsprites_original_seed1", "pcl_dsprites_original_seed0")]
+    count = audit.reference_completeness(reference, battery, "dsprites", finished)
+    # registered on the battery's arms: beta_vae 3 arms x 2 + ae 2 + pcl 2 x 2 = 12
+    assert (count["registered"], count["finished"]) == (12, 7)
+    assert count["missing"] == {"beta_vae on wave@0.3": 1, "beta_vae on noisy@0.3675": 1,
+                                "pcl on original": 1, "pcl on wave@0.3": 2}
+    assert audit.reference_completeness({"datasets": ["dsprites"]}, battery, "dsprites",
+                                        finished) is None
+
+
+def test_a_flagged_reference_artefact_is_named(tmp_path):
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "evidence.json").write_text(json.dumps({"below_minimum_effect": True}))
+    found = audit.reference_artefact_warnings({"artefacts": {"dsprites": {
+        "modified": str(art), "modified_texture": str(art)}}})
+    assert list(found) == [f"modified ({art})", f"modified_texture ({art})"]
+    assert "below the minimum effect" in found[f"modified ({art})"][0]
+    assert audit.reference_artefact_warnings({"artefacts": {}}) == {}
