@@ -25,6 +25,7 @@ import math
 import pathlib
 
 import numpy as np
+from absl import logging
 from scipy import stats as sp_stats
 
 from benchmark import stats
@@ -77,6 +78,11 @@ def _saved_alignment(study_dir, plane) -> dict:
     try:
         content = json.loads(path.read_text())
         if list(content["columns"]) != list(plane):
+            logging.warning("%s measures the factor columns %s, not the battery's plane %s: "
+                            "its angles are not used (rerun python -m "
+                            "benchmark.metrics.alignment %s --columns=%s)", path,
+                            list(content["columns"]), list(plane), path.parent,
+                            ",".join(str(c) for c in plane))
             return {}
         return {row["run"]: row for row in content["runs"]}
     except (ValueError, KeyError, TypeError) as error:
