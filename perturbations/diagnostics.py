@@ -18,8 +18,15 @@ by default, a few seconds on a CPU):
   how much m changes across the observed range of s;
 - mean |x' - x| of the modified images x' = reflect(x + eps m(w)) beside the noise arm's
   (paper 002 sec. 5.2, uniform noise in [-eps, eps] at the dataset's eps);
+- the *visible* m: what the modified data can see of m. The data is x' = reflect(x +
+  eps m), and on binary images (dSprites: every pixel 0 or 1) reflect keeps only |m|:
+  x' = x + eps |m| (1 - 2x). An m that flips its sign from image to image has a large
+  w-dependent share of its raw energy that no modified image shows. `visible_m` is the
+  spread of (x' - x) / eps * (1 - 2x) (= |m| there) on binary images, None on others
+  (where reflect folds only the moves that leave [0, 1]);
 - `minimum_effect`: whether the artefact is below a minimum effect (w-dependent share
-  under 5 %, or mean |x' - x| or its w-dependent part under one uint8 grey level).
+  under 5 %, of the visible m where it is measured, else of m; or mean |x' - x| or its
+  w-dependent part under one uint8 grey level).
 
 Pure functions take arrays; `manipulation_diagnostics` runs them for a network and a
 dataset, `artefact_diagnostics` for an artefact directory; `python -m perturbations.inspect`
@@ -39,7 +46,7 @@ from benchmark.atomic import atomic_path, write_json
 from benchmark.data.variants import DEFAULT_EPS, NoisyData, reflect
 from perturbations.artefact import EVIDENCE
 
-DIAGNOSTICS_VERSION = 1
+DIAGNOSTICS_VERSION = 2          # 2: visible_m, and minimum_effect reads it
 DEFAULT_IMAGES = 300
 #: |m| above this counts as saturated: tanh's gradient there is 1 - 0.9^2 = 0.19.
 SATURATION = 0.9
@@ -213,14 +220,18 @@ def minimum_effect(diagnostics: dict, min_w_dependent_share: float = MIN_W_DEPEN
                    min_mean_abs_change: float = MIN_MEAN_ABS_CHANGE) -> dict:
     """Whether an artefact's diagnostics are below a minimum effect: {"below_minimum":
     bool, "reasons": [str], "thresholds": {...}}. Below when m's w-dependent energy share
-    is under `min_w_dependent_share`, when mean |x' - x| is under `min_mean_abs_change`, or
-    when the w-dependent part of the change (eps * w-dependent rms of m) is under it."""
-    m = diagnostics["m"]
+    (of the visible m when the diagnostics measured it) is under `min_w_dependent_share`,
+    when mean |x' - x| is under `min_mean_abs_change`, or when the w-dependent part of the
+    change (eps * w-dependent rms of the same m) is under it."""
+    visible = diagnostics.get("visible_m")
+    m = visible or diagnostics["m"]
+    what = "the visible m's energy (what the modified images show)" if visible else (
+        "m's energy")
     eps = diagnostics["eps"]
     change = diagnostics["change"]["modified_mean_abs_change"]
     reasons = []
     if m["w_dependent_share"] < min_w_dependent_share:
-        reasons.append(f"w-dependent share of m's energy {m['w_dependent_share']:.2%} < "
+        reasons.append(f"w-dependent share of {what} {m['w_dependent_share']:.2%} < "
                        f"{min_w_dependent_share:.0%}: m is nearly the same pattern for "
                        "every image")
     if change < min_mean_abs_change:
@@ -232,6 +243,18 @@ def minimum_effect(diagnostics: dict, min_w_dependent_share: float = MIN_W_DEPEN
     return {"below_minimum": bool(reasons), "reasons": reasons,
             "thresholds": {"min_w_dependent_share": min_w_dependent_share,
                            "min_mean_abs_change": min_mean_abs_change}}
+
+
+def visible_spread(originals, m, eps: float) -> dict | None:
+    """`spread` of what the modified images x' = reflect(x + eps m) show of m:
+    (x' - x) / eps * (1 - 2x), which is |m| on binary originals (float (n, h, w, c), every
+    pixel 0 or 1; module docstring); None when the originals are not binary."""
+    x = np.asarray(originals, dtype=np.float32)
+    if not np.isin(x, (0.0, 1.0)).all():
+        return None
+    moved = reflect(x + np.float32(eps) * np.asarray(m, dtype=np.float32))
+    folded = (moved.astype(np.float64) - x) / float(eps) * (1.0 - 2.0 * x)
+    return {**spread(folded), "fold": "(x' - x) / eps * (1 - 2x), binary images"}
 
 
 def scalar_section(network, data, rng: np.random.Generator) -> dict | None:
@@ -305,6 +328,7 @@ def manipulation_diagnostics(data, network, eps: float, num_images: int = DEFAUL
            "images": int(num_images), "seed": int(seed), "eps": float(eps),
            "m": {**spread(m), "saturated_fraction": saturated_fraction(m),
                  "saturation_threshold": SATURATION},
+           "visible_m": visible_spread(originals, m, eps),
            "factor_sensitivity": factor_sensitivity(m, stepped, names),
            "scalar": scalar_section(network, data, np.random.default_rng([int(seed), 10])),
            "change": change}
@@ -341,7 +365,9 @@ def summary_lines(diagnostics: dict) -> list[str]:
              f"mean |m| {m['mean_abs']:.3f}, std of m across images "
              f"{m['std_across_images']:.4f}",
              f"energy: image-independent {m['image_independent_share']:.1%}, "
-             f"w-dependent {m['w_dependent_share']:.1%}",
+             f"w-dependent {m['w_dependent_share']:.1%}"
+             + (f" (visible in the images: {diagnostics['visible_m']['w_dependent_share']:.1%})"
+                if diagnostics.get("visible_m") else ""),
              f"saturated pixels (|m| > {SATURATION:g}): {m['saturated_fraction']:.1%}",
              f"mean |x' - x| {change['modified_mean_abs_change']:.4f} vs noise arm "
              f"(eps {change['noise_eps']:g}) {change['noise_mean_abs_change']:.4f}"

@@ -272,6 +272,28 @@ def initial_manipulation(data, settings: dict):
     return network
 
 
+def neuron_kernel(network) -> list[float] | None:
+    """The single neuron's input weights a (one per factor), None without that layer."""
+    try:
+        kernel = network.get_layer("single_neuron").get_weights()[0]
+    except ValueError:
+        return None
+    return [float(v) for v in np.asarray(kernel)[:, 0]]
+
+
+def neuron_record(initial: list[float] | None, final: list[float] | None) -> dict:
+    """{'neuron_initial_weights', 'neuron_final_weights', 'neuron_turn_deg': the angle in
+    degrees between the two weight vectors in factor space} for the artefact's metadata
+    ({} without a neuron): with three or more factors no single plane angle is logged, so
+    this says how far the game moved the direction through which m sees w."""
+    if initial is None or final is None:
+        return {}
+    a, b = np.asarray(initial, float), np.asarray(final, float)
+    cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    return {"neuron_initial_weights": initial, "neuron_final_weights": final,
+            "neuron_turn_deg": float(np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))))}
+
+
 def scaled_optimizer(optimizer, scale: float):
     """A new optimiser like `optimizer` (same class and settings) whose learning rate is
     `scale` times its own; None when scale is 1 (the paper: one optimiser for all of m)."""
@@ -565,6 +587,7 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     loaded = {run: references.load_encoder_decoder(source, data.observation_shape)
               for run, (source, _) in weights.items()}
     network = initial_manipulation(data, settings)
+    initial_neuron = neuron_kernel(network)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
         [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
@@ -605,7 +628,9 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                                  settings["neuron_learning_rate_scale"],
                              "unit_variance_init": settings["unit_variance_init"],
                              "final_terms": training["final_terms"],
-                             "seconds": training["seconds"]}}
+                             "seconds": training["seconds"],
+                             "game_settings": game_settings,
+                             **neuron_record(initial_neuron, neuron_kernel(network))}}
     artefact.save_manipulation(out, network, metadata)
     modified = artefact.load_variant(data, out)
     encoders = {f"{side}:{r['run_dir']}": loaded[r["run_dir"]][0]

@@ -256,3 +256,30 @@ def test_figure_is_drawn_without_pyplot(tmp_path):
     sheet, labels = figure_sheet(data, network, 0.1, np.random.default_rng(0), rows=2)
     path = diagnostics.save_figure(sheet, labels, "t", found, tmp_path / "f.png")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_visible_m_folds_the_sign_that_binary_images_cannot_show():
+    """On binary images reflect(x + eps m) keeps only |m|: an m that is one pattern with a
+    sign flipped from image to image has a w-dependent raw energy of ~100 % and none that
+    the images show (the 2-factor penalty artefact: raw 0.96, visible 0.19)."""
+    rng = np.random.default_rng(0)
+    pattern = np.abs(_pattern(2)) + 0.1
+    signs = rng.choice([-1.0, 1.0], size=64).astype(np.float32)
+    m = signs[:, None, None, None] * pattern[None]
+    originals = (rng.random((64, 8, 8, 1)) > 0.7).astype(np.float32)
+    assert diagnostics.spread(m)["w_dependent_share"] > 0.95
+    visible = diagnostics.visible_spread(originals, m, 0.1)
+    assert visible["w_dependent_share"] < 1e-9
+    assert visible["mean_abs"] == pytest.approx(float(np.abs(pattern).mean()), rel=1e-5)
+    # a truly factor-dependent m keeps its share when folded
+    growing = (np.linspace(0.1, 1.0, 64)[:, None, None, None] * pattern[None]).astype(
+        np.float32)
+    assert diagnostics.visible_spread(originals, growing, 0.1)["w_dependent_share"] == (
+        pytest.approx(diagnostics.spread(growing)["w_dependent_share"], rel=1e-4))
+    assert diagnostics.visible_spread(originals * 0.5, m, 0.1) is None       # grey images
+    # the minimum effect reads the visible share when it was measured
+    fake = {"eps": 0.1, "m": {"w_dependent_share": 0.99, "w_dependent_rms": 0.3},
+            "visible_m": {"w_dependent_share": 0.0, "w_dependent_rms": 0.0},
+            "change": {"modified_mean_abs_change": 0.05}}
+    flagged = diagnostics.minimum_effect(fake)
+    assert flagged["below_minimum"] and "visible" in flagged["reasons"][0]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from benchmark import data as data_lib
+from perturbations import readapt
 from perturbations.artefact import load_variant
 
 #: the data layer composed with the artefact loader, as the runner does
@@ -64,6 +65,12 @@ def _tiny_generation_makes_a_loadable_modified_variant(generated, tmp_path):
     assert ent["mig"] <= dis["mig"] and ent["run_dir"] != dis["run_dir"]
     assert sorted(ent["dims_by_posterior_variance"]) == list(range(5))
     assert metadata["training"]["steps"] == 3
+    # what made the artefact travels with it: the game's settings (optimisers included)
+    # and where the neuron started and ended
+    training = metadata["training"]
+    assert training["game_settings"]["optimizers"][0]["learning_rate"] > 0
+    assert len(training["neuron_initial_weights"]) == len(training["neuron_final_weights"])
+    assert 0.0 <= training["neuron_turn_deg"] <= 180.0
     evidence = json.loads((art / "evidence.json").read_text())
     assert evidence["pixel_statistics"]["max_abs_change"] <= 0.1 + 1e-6
     assert set(evidence["reference_mig"]) == {f"entangled:{ent['run_dir']}",
@@ -243,7 +250,7 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
             "seconds": 0.0}
     settings = {"artefact": str(art), "steps": 1, "batch_size": 2, "eval_every": 1,
                 "eval_images": 4, "source": None, "arms": ["original", "modified"],
-                "match_to": "modified"}
+                "match_to": "modified", "method": readapt.METHOD}
     (tmp_path / "seeds.json.partial.json").write_text(json.dumps(
         {"settings": settings, "runs": {}, "in_progress": {"seed": 0,
                                                            "arms": {"original": kept}}}))
@@ -386,3 +393,12 @@ def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
     with pytest.raises(UserError, match="reference_min_mig_gap: recorded None, now 0.1"):
         check_game_settings(tmp_path, {**settings, "reference_min_mig_gap": 0.1},
                             [manipulation_adam(1e-3)] * 2)
+
+
+def test_the_neurons_turn_is_the_angle_between_its_weight_vectors():
+    from perturbations.generate import neuron_record
+
+    record = neuron_record([1.0, 1.0, 1.0], [1.0, 1.0, 1.0 + 1e-9])
+    assert record["neuron_turn_deg"] == pytest.approx(0.0, abs=1e-3)
+    assert neuron_record([1.0, 0.0], [0.0, 2.0])["neuron_turn_deg"] == pytest.approx(90.0)
+    assert neuron_record(None, [1.0]) == {}
