@@ -168,10 +168,7 @@ def audit_settings(gin_file: str, name: str, seeds, reference: dict, output_dir:
                     or eps_of[v] in wanted]
     # the battery's arms only: a reference's other arms (paper 002's L-inf noise beside the
     # energy-matched one, say) enter no verdict and would cost a run per seed each
-    in_battery = {"original", battery["manipulated"], *battery["controls"]}
-    sweep = battery.get("sweep")
-    variants = [v for v in variants
-                if v in in_battery or (sweep is not None and v.partition("@")[0] == sweep)]
+    variants = battery_variants(battery, variants)
     return study.study_settings(
         name=f"audit_{name}", output_dir=output_dir, models={name: str(gin_file)},
         datasets=[dataset], variants=variants,
@@ -435,8 +432,10 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             controls=("noisy",), flagged: bool = False) -> dict:
     """The audit's decision (module docstring) from MIG arms (each as `arms`: the method's,
     the reference beta-VAE's and the reference AE's; `manipulated` and `controls` name the
-    battery's arms). Returns {'label': DEPENDS | ROBUST | SENSITIVE | INCONCLUSIVE,
-    'reason': one sentence, 'tests': {name: record} of the tests run ('positive_control',
+    battery's arms; flagged: the manipulated arm's artefact is flagged by its own
+    evidence, so the positive control does not cite paper 002's Table 1).
+    Returns {'label': DEPENDS | ROBUST | SENSITIVE | INCONCLUSIVE, 'reason': one sentence,
+    'tests': {name: record} of the tests run ('positive_control',
     'positive_control_specificity': {control: record}, 'floor', 'drop', 'equivalence',
     'differences': {control: record}, 'control_drops': {control: record}; when the
     positive control fails, 'floor' is still run and recorded, descriptive), 'margin' (the
@@ -544,26 +543,41 @@ REFERENCES = (("beta_vae", "β-VAE (reference: exploits local structure)"),
               ("pcl", "PCL (reference: robust)"))
 
 
-def reference_artefact_warnings(reference: dict) -> dict[str, list[str]]:
-    """{'variant (directory)': sentences} for each artefact of the reference study that its
-    own evidence.json flags (perturbations.artefact.artefact_warnings); {} when none is."""
+def battery_variants(battery: dict, variants) -> list[str]:
+    """The study variants an audit trains and reads: original, the manipulation, its
+    controls and the sweep's strengths, in the order of `variants`."""
+    fixed = {"original", battery["manipulated"], *battery["controls"]}
+    sweep = battery.get("sweep")
+    return [v for v in variants
+            if v in fixed or (sweep is not None and v.partition("@")[0] == sweep)]
+
+
+def reference_artefact_warnings(reference: dict, battery: dict, dataset: str
+                                ) -> dict[str, list[str]]:
+    """{'variant (directory)': sentences} for each artefact that an arm of the battery
+    reads on `dataset` and that its own evidence.json flags
+    (perturbations.artefact.artefact_warnings); {} when none is."""
+    bases = {v.partition("@")[0] for v in battery_variants(
+        battery, reference.get("variants") or battery_lib.LEGACY_VARIANTS)}
     found = {}
-    for variants in (reference.get("artefacts") or {}).values():
-        for variant, directory in (variants or {}).items():
-            warnings = artefact_warnings(directory) if isinstance(directory, str) else []
-            if warnings:
-                found[f"{variant} ({directory})"] = warnings
+    for variant, directory in ((reference.get("artefacts") or {}).get(dataset) or {}).items():
+        warnings = (artefact_warnings(directory)
+                    if variant in bases and isinstance(directory, str) else [])
+        if warnings:
+            found[f"{variant} ({directory})"] = warnings
     return found
 
 
 def reference_completeness(reference: dict, battery: dict, dataset: str,
                            reference_runs: list[dict]) -> dict | None:
     """{'registered', 'finished': counts of the reference models' runs on the battery's
-    arms, 'missing': {'model on arm': count}}: the reference study's grid
+    arms (`battery_variants`, the sweep's included), 'missing': {'model on arm': count}}:
+    the reference study's grid
     (study.expand) against its finished runs (report.load_runs records), so that an audit
     of a reference with failed or unfinished runs says so; None when its study.json does
     not hold a whole grid (no 'models', say), so that nothing can be counted."""
-    arms = ["original", battery["manipulated"], *battery["controls"]]
+    arms = battery_variants(battery, reference.get("variants") or
+                            battery_lib.LEGACY_VARIANTS)
     tags = {f"{base}@{float(eps):g}" if eps else base: arm for arm in arms
             for base, _, eps in [arm.partition("@")]}
     finished = {pathlib.Path(r["run_dir"]).name for r in reference_runs}
@@ -736,11 +750,11 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
     labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
     runs = mechanism.with_misalignment(report.load_runs(output_dir), battery.get("plane"),
-                                        output_dir)
+                                       output_dir)
     method_names = sorted({r["model"] for r in runs})
     method_model = method_names[0] if len(method_names) == 1 else name
     reference_runs = mechanism.with_misalignment(reference_runs, battery.get("plane"),
-                                                  reference_dir)
+                                                 reference_dir)
     # the audited method keeps its own key beside a reference of the same name (an audit of
     # the suite's beta_vae, say)
     method_key = (f"{method_model} (audited)" if method_model in dict(REFERENCES)
@@ -751,7 +765,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     scores = {m: battery_lib.arm_scores(r) for m, r in runs_by_model.items()}
     method = {v: scores[method_key][v] for v in compared}
     references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
-    flagged = reference_artefact_warnings(reference)
+    flagged = reference_artefact_warnings(reference, battery, dataset)
     complete = reference_completeness(reference, battery, dataset, reference_runs)
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
                        margin_fraction, manipulated, controls, flagged=bool(flagged))
@@ -817,8 +831,8 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     floor = decision["tests"].get("floor")
     if decision["relative_margin"] is None and floor is not None:
         head += [f"Floor (descriptive; the verdict stopped at the positive control): the "
-                 f"method's original MIG {floor['diff']:+.3f} against the reference AE's, "
-                 f"one-sided Welch p = {floor['p']:.3g}.", ""]
+                 f"method's original MIG exceeds the reference AE's by {floor['diff']:+.3f} "
+                 f"(one-sided Welch p = {floor['p']:.3g}).", ""]
     lines = [f"# Audit of {name}", "", *warned, f"**Verdict: {decision['label']}** — "
              f"{decision['reason']}.", "", scope, "", *head, robust, "",
              f"MIG on {dataset}, original → {manipulated} and its controls (drop = original − "

@@ -45,16 +45,11 @@ def battery_of(settings: dict) -> dict:
 
 
 def label(variant: str, dataset: str) -> str:
-    """The report's label of a study variant (report.nominal, which formats eps with :g
-    before comparing it with the default): the base name at its default strength
-    ('modified@0.1' on dSprites -> 'modified'), else base@eps ('wave@0.30' -> 'wave@0.3').
-    A variant without '@eps' is its base name (`arm_runs` finds its runs when they
-    recorded another strength, an artefact's own)."""
-    base, _, eps = variant.partition("@")
-    if not eps:
-        return base
-    shown = f"{float(eps):g}"
-    return base if float(shown) == report.default_eps(base, dataset) else f"{base}@{shown}"
+    """The report's label of a study variant (report.variant_label): the base name at its
+    default strength ('modified@0.1' on dSprites -> 'modified'), else base@eps ('wave@0.30'
+    -> 'wave@0.3'). A variant without '@eps' is its base name (`arm_runs` finds its runs
+    when they recorded another strength, an artefact's own)."""
+    return report.variant_label(variant, dataset)
 
 
 def arms_of(battery: dict, dataset: str) -> list[str]:

@@ -35,7 +35,7 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
               (default '')
     setting   line-search setting label, e.g. 'beta=8' (default '': none)
     metric    report column, e.g. 'MIG' (default), 'DCI-D'
-    alpha     level (default 0.05; equal within a family)
+    alpha     level in (0, 0.5) (default 0.05; equal within a family)
     family    hypotheses of one family are Holm-adjusted together (default 'primary')
     margin    equivalence or non-inferiority margin in the metric's units, or instead
     margin_of (equivalence only) a model whose observed drop (same dataset, variant,
@@ -94,8 +94,9 @@ def normalise(hypotheses) -> list[dict]:
         h = {"variant": "modified", "versus": "noisy", "setting": "", "metric": "MIG",
              "alpha": stats.ALPHA, "family": "primary", **h}
         h["alpha"] = float(h["alpha"])
-        if not 0 < h["alpha"] < 1:
-            raise ValueError(f"{where}: alpha must be in (0, 1), found {h['alpha']}")
+        if not 0 < h["alpha"] < 0.5:
+            raise ValueError(f"{where}: alpha must be in (0, 0.5) (each test is one-sided "
+                             f"and shows its (1 - 2 alpha) interval), found {h['alpha']}")
         if alphas.setdefault(h["family"], h["alpha"]) != h["alpha"]:
             raise ValueError(f"{where}: family {h['family']!r} mixes alpha "
                              f"{alphas[h['family']]} and {h['alpha']}; use one per family")

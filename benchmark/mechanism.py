@@ -15,7 +15,7 @@ the mean misalignment from the original arm with its Welch t interval (`turn`). 
 descriptive: no study registers a hypothesis on them.
 
 Used by the study report (benchmark/report.py, for a study whose battery names a plane)
-and by the audit (benchmark/audit.py, through benchmark/battery.py).
+and by the audit (benchmark/audit.py).
 """
 
 from __future__ import annotations

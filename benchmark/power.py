@@ -42,12 +42,15 @@ def message(drop: float, sd: float, alpha: float, target: float,
     if paired and sd_other is not None:
         raise UserError("--sd_other is for two independent arms; with --paired, --sd is "
                         "the spread of the per-seed differences")
-    seeds = stats.seeds_needed(drop, sd, alpha, target, sd_other, paired=paired)
+    seeds = (stats.pairs_needed(drop, sd, alpha, target) if paired
+             else stats.seeds_needed(drop, sd, alpha, target, sd_other))
     spread = (f"sd of the differences {sd:g}" if paired else
               f"sd {sd:g}" + ("" if sd_other is None else f" / {sd_other:g}"))
     if seeds is None:
-        return None, (f"no feasible number of seeds (over 10000 per arm, or drop ≤ 0) "
-                      f"detects a drop of {drop:g} at {spread}")
+        return None, ((f"no feasible number of pairs (over 10000, or difference ≤ 0) "
+                       f"detects a difference of {drop:g} at {spread}") if paired else
+                      (f"no feasible number of seeds (over 10000 per arm, or drop ≤ 0) "
+                       f"detects a drop of {drop:g} at {spread}"))
     if paired:
         reached = stats.paired_power(drop, sd, seeds, alpha)
         return seeds, (f"{seeds} seeds (pairs) detect a difference of {drop:g} at {spread} "

@@ -183,35 +183,53 @@ def base_variant(variant: str) -> str:
     return variant.split("@")[0]
 
 
+#: arms whose default strength is the oracle control's (benchmark/data/oracle.py)
+ORACLE_ARMS = ("oracle", "texture", "wave", "wave_texture")
+
+
 def default_eps(base: str, dataset: str) -> float | None:
     """The strength a variant has when none is given: paper 002's per dataset, or the
     oracle control's (benchmark/data/oracle.py) for its arms."""
     from benchmark.data.oracle import ORACLE_EPS
     from benchmark.data.variants import DEFAULT_EPS
-    oracle_arms = ("oracle", "texture", "wave", "wave_texture")
-    return ORACLE_EPS if base in oracle_arms else DEFAULT_EPS.get(dataset)
+    return ORACLE_EPS if base in ORACLE_ARMS else DEFAULT_EPS.get(dataset)
 
 
 def nominal(records: list[dict]) -> dict[str, str]:
     """The variant label of each dataset's default strength: 'modified@0.1' -> 'modified'
-    when it is the only or the paper's strength, so the tables read like Table 1."""
+    when it is the only or the paper's strength, so the tables read like Table 1
+    ({(dataset, variant): label} of the relabelled ones, `variant_label`)."""
     labels = {}
     for r in records:
-        base, _, eps = r["variant"].partition("@")
-        if eps and float(eps) == default_eps(base, r["dataset"]):
-            labels[(r["dataset"], r["variant"])] = base
+        shown = variant_label(r["variant"], r["dataset"])
+        if shown != r["variant"]:
+            labels[(r["dataset"], r["variant"])] = shown
     return labels
 
 
+def variant_label(variant: str, dataset: str) -> str:
+    """The label of a variant: its base name at its default strength (`default_eps`:
+    'modified@0.1' on dSprites -> 'modified', 'wave@0.3' -> 'wave'), else base@eps with eps
+    as :g writes it ('wave@0.30' -> 'wave@0.3'); a variant without '@eps' unchanged."""
+    base, _, eps = variant.partition("@")
+    if not eps:
+        return variant
+    shown = f"{float(eps):g}"
+    return base if float(shown) == default_eps(base, dataset) else f"{base}@{shown}"
+
+
 def label_note(records: list[dict]) -> str:
-    """The sentence that names the arms `nominal` shows by their base name ('' when none):
-    "'noisy' is noisy@0.1 on dsprites, the dataset's default strength"."""
-    shown = sorted({f"'{label}' is {variant} on {dataset}"
-                    for (dataset, variant), label in nominal(records).items()})
+    """The sentence that names the arms `nominal` shows by their base name ('' when none),
+    each with where its default strength comes from: "Labels: 'noisy' is noisy@0.1 on
+    dsprites (the dataset's default strength, paper 002's)."."""
+    shown = sorted(
+        f"'{label}' is {variant} on {dataset} ("
+        + ("the oracle control's default strength" if label in ORACLE_ARMS
+           else "the dataset's default strength, paper 002's") + ")"
+        for (dataset, variant), label in nominal(records).items())
     if not shown:
         return ""
-    return (f"Labels: {'; '.join(shown)} (the dataset's default strength, paper 002's; "
-            "other strengths keep their @eps).")
+    return f"Labels: {'; '.join(shown)}; other strengths keep their @eps."
 
 
 #: the columns a report groups runs by
@@ -656,9 +674,7 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
         raise ReportError(f"study.json: {error}") from None
 
     def values(model, dataset, variant, setting, metric):
-        base, _, eps = variant.partition("@")
-        if eps and float(eps) == default_eps(base, dataset):
-            variant = base      # the label `group` gives the default strength ('noisy@0.1')
+        variant = variant_label(variant, dataset)    # the label `group` gives ('noisy@0.1')
         key = (model, dataset, variant, setting)
         if key not in groups:
             # A hypothesis names a variant by its base ('wave'); a study that ran it at one
@@ -806,6 +822,8 @@ def mechanism_rows(results_dir, records: list[dict], study: dict) -> list[dict]:
 
 
 def mechanism_lines(rows: list[dict], plane) -> list[str]:
+    """The report's mechanism section of `mechanism_rows` (none without rows); plane: the
+    battery's two factor columns."""
     if not rows:
         return []
     return ["## Mechanism: turned or lost?", "",

@@ -301,23 +301,33 @@ def paired_power(effect: float, sd_diff: float, n: int, alpha: float = ALPHA) ->
 
 
 def seeds_needed(effect: float, sd: float, alpha: float = ALPHA, target: float = 0.8,
-                 sd_other: float | None = None, max_seeds: int = 10000,
-                 paired: bool = False) -> int | None:
+                 sd_other: float | None = None, max_seeds: int = 10000) -> int | None:
     """Smallest number of runs per arm (equal arms, ≥ 2) at which the one-sided Welch
     test at level alpha reaches power `target` for a true difference `effect` at spreads
-    sd / sd_other (see `power`); with paired, the number of pairs at which the one-sided
-    paired t-test does, sd being the spread of the differences (`paired_power`; sd_other
-    unused). None when effect ≤ 0 (no number of seeds detects it) or more than max_seeds
-    would be needed."""
+    sd / sd_other (see `power`). None when effect ≤ 0 (no number of seeds detects it) or
+    more than max_seeds would be needed."""
     if not effect > 0:
         return None
+    return _smallest_n(lambda n: power(effect, sd, n, alpha, sd_other), target, max_seeds)
 
-    def power_at(n: int) -> float:
-        return (paired_power(effect, sd, n, alpha) if paired
-                else power(effect, sd, n, alpha, sd_other))
-    if power_at(max_seeds) < target:
+
+def pairs_needed(effect: float, sd_diff: float, alpha: float = ALPHA, target: float = 0.8,
+                 max_pairs: int = 10000) -> int | None:
+    """Smallest number of pairs (seeds, ≥ 2) at which the one-sided paired t-test at level
+    alpha reaches power `target` for a true mean difference `effect`, the per-pair
+    differences spreading sd_diff (`paired_power`). None when effect ≤ 0 or more than
+    max_pairs would be needed."""
+    if not effect > 0:
         return None
-    low, high = 2, max_seeds          # power grows with n: bisect for the first n
+    return _smallest_n(lambda n: paired_power(effect, sd_diff, n, alpha), target, max_pairs)
+
+
+def _smallest_n(power_at, target: float, most: int) -> int | None:
+    """The first n in [2, most] with power_at(n) ≥ target (power grows with n: bisection);
+    None when even `most` falls short."""
+    if power_at(most) < target:
+        return None
+    low, high = 2, most
     if power_at(low) >= target:
         return low
     while high - low > 1:

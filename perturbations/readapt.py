@@ -94,7 +94,8 @@ def define_flags() -> None:
                          "update of m).", lower_bound=1)
     flags.DEFINE_integer("batch_size", 64, "Images per decoder update (the game's).",
                          lower_bound=1)
-    flags.DEFINE_integer("eval_every", 100, "Updates between two measurements on the evaluation sample.",
+    flags.DEFINE_integer("eval_every", 100, "Updates between two measurements on the "
+                         "evaluation sample.",
                          lower_bound=1)
     flags.DEFINE_integer("eval_images", 1024, "Images of the evaluation sample (the whole "
                          "grid when it has no more).", lower_bound=1)
@@ -575,6 +576,11 @@ def finished_seeds(partial, settings: dict) -> tuple[dict, dict | None]:
     if found != settings:
         changed = sorted(k for k in set(found) | set(settings)
                          if found.get(k) != settings.get(k))
+        if changed == ["method"]:
+            raise ValueError(f"{partial} was written by another version of readapt "
+                             f"({found.get('method')!r}, now {settings['method']!r}: the "
+                             "evaluation sample and the naive move changed, no flag sets "
+                             "them); delete it to start again")
         raise ValueError(f"{partial} holds runs made with other settings ({changed}: "
                          f"{[found.get(k) for k in changed]} there, "
                          f"{[settings.get(k) for k in changed]} now); rerun with those "

@@ -499,8 +499,16 @@ def test_a_flagged_reference_artefact_is_named(tmp_path):
     art = tmp_path / "art"
     art.mkdir()
     (art / "evidence.json").write_text(json.dumps({"below_minimum_effect": True}))
-    found = audit.reference_artefact_warnings({"artefacts": {"dsprites": {
-        "modified": str(art), "modified_texture": str(art)}}})
+    reference = {"variants": ["original", "modified", "noisy@0.07", "modified_texture@0.1"],
+                 "artefacts": {"dsprites": {"modified": str(art),
+                                            "modified_texture": str(art)}}}
+    battery = {"manipulated": "modified", "controls": ["noisy@0.07", "modified_texture@0.1"]}
+    found = audit.reference_artefact_warnings(reference, battery, "dsprites")
     assert list(found) == [f"modified ({art})", f"modified_texture ({art})"]
     assert "below the minimum effect" in found[f"modified ({art})"][0]
-    assert audit.reference_artefact_warnings({"artefacts": {}}) == {}
+    # an artefact that no arm of the battery reads, or of another dataset, is not named
+    narrow = {"manipulated": "modified", "controls": ["noisy@0.07"]}
+    assert list(audit.reference_artefact_warnings(reference, narrow, "dsprites")) == [
+        f"modified ({art})"]
+    assert audit.reference_artefact_warnings(reference, battery, "shapes3d") == {}
+    assert audit.reference_artefact_warnings({"artefacts": {}}, battery, "dsprites") == {}

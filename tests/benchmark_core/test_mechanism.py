@@ -2,6 +2,7 @@
 
 import csv
 import json
+import logging
 import subprocess
 import sys
 
@@ -13,7 +14,8 @@ from benchmark import mechanism, report
 from tests.benchmark_core.test_audit import _codes
 from tests.benchmark_core.test_report import _result
 
-def test_misalignment_from_codes_or_from_a_published_alignment_json(tmp_path):
+
+def test_misalignment_from_codes_or_from_a_published_alignment_json(tmp_path, caplog):
     (tmp_path / "runs" / "a").mkdir(parents=True)
     (tmp_path / "runs" / "b").mkdir()
     _codes(tmp_path / "runs" / "a", 20.0, 0)
@@ -25,8 +27,10 @@ def test_misalignment_from_codes_or_from_a_published_alignment_json(tmp_path):
     out = mechanism.with_misalignment(records, [0, 1], tmp_path)
     assert out[0]["values"]["misalignment"] == pytest.approx(20.0, abs=1e-6)
     assert out[1]["values"]["misalignment"] == pytest.approx(10.0)    # R^2 0.1 left out
-    assert "misalignment" not in mechanism.with_misalignment(records, [1, 0], tmp_path)[1][
-        "values"]                                                     # another plane
+    with caplog.at_level(logging.WARNING):
+        other = mechanism.with_misalignment(records, [1, 0], tmp_path)
+    assert "misalignment" not in other[1]["values"]                   # another plane,
+    assert "not the battery's plane [1, 0]" in caplog.text            # and said so
     assert mechanism.with_misalignment(records, None, tmp_path) == records
     (tmp_path / "alignment.json").write_text("{")
     with pytest.raises(ValueError, match="alignment.json: expected the JSON"):

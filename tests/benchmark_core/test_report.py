@@ -390,7 +390,10 @@ def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
     # arm is the same group, not "not testable"
     assert named["n"] == "4 / 4" and named["estimate"] == pytest.approx(paper["estimate"])
     text = report.write_report(root, tmp_path / "out").read_text()
-    assert "'noisy' is noisy@0.1 on dsprites" in text
+    assert "'noisy' is noisy@0.1 on dsprites (the dataset's default strength, paper 002's)" in text
+    from benchmark.data.oracle import ORACLE_EPS
+    note = report.label_note([{"dataset": "dsprites", "variant": f"wave@{ORACLE_EPS:g}"}])
+    assert f"'wave' is wave@{ORACLE_EPS:g} on dsprites (the oracle control's default" in note
     matched_means = np.mean(ORIGINAL) + 0.02 * 1.5 - (np.mean(ORIGINAL) - 0.10)
     assert matched["estimate"] == pytest.approx(matched_means)
     assert paper["estimate"] == pytest.approx(0.01)

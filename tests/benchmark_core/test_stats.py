@@ -9,6 +9,7 @@ from scipy import stats as sp
 
 from benchmark import power as power_cli
 from benchmark import stats
+from benchmark.errors import UserError
 
 A = [0.30, 0.25, 0.35, 0.28]
 B = [0.10, 0.05, 0.12]
@@ -176,10 +177,13 @@ def test_paired_power_matches_simulated_scipy_paired_t():
         rejected = sp.ttest_1samp(d, 0.0, axis=1, alternative="greater").pvalue < 0.05
         assert stats.paired_power(effect, sd_diff, n, 0.05) == pytest.approx(
             rejected.mean(), abs=0.03)
-    n = stats.seeds_needed(0.5, 1.0, paired=True)
+    n = stats.pairs_needed(0.5, 1.0)
     assert stats.paired_power(0.5, 1.0, n) >= 0.8 > stats.paired_power(0.5, 1.0, n - 1)
     assert n == 27                       # G*Power, one-tailed paired t, dz = 0.5, 0.8: 27
     assert n < stats.seeds_needed(0.5, 1.0) / 1.5
+    assert stats.pairs_needed(0.0, 1.0) is None
+    with pytest.raises(UserError, match="--paired"):
+        power_cli.message(0.5, 1.0, 0.05, 0.8, sd_other=2.0, paired=True)
 
 
 def test_seeds_needed():

@@ -271,11 +271,13 @@ def test_the_visible_m_folds_the_sign_that_binary_images_cannot_show():
     visible = diagnostics.visible_spread(originals, m, 0.1)
     assert visible["w_dependent_share"] < 1e-9
     assert visible["mean_abs"] == pytest.approx(float(np.abs(pattern).mean()), rel=1e-5)
-    # a truly factor-dependent m keeps its share when folded
-    growing = (np.linspace(0.1, 1.0, 64)[:, None, None, None] * pattern[None]).astype(
-        np.float32)
+    # a truly factor-dependent m keeps a w-dependent visible part even when it is signed:
+    # its magnitude grows with w (the visible share is that of |m|)
+    growing = (np.linspace(0.1, 1.0, 64)[:, None, None, None] * signs[:, None, None, None]
+               * pattern[None]).astype(np.float32)
     assert diagnostics.visible_spread(originals, growing, 0.1)["w_dependent_share"] == (
-        pytest.approx(diagnostics.spread(growing)["w_dependent_share"], rel=1e-4))
+        pytest.approx(diagnostics.spread(np.abs(growing))["w_dependent_share"], rel=1e-4))
+    assert diagnostics.visible_spread(originals, growing, 0.1)["w_dependent_share"] > 0.05
     assert diagnostics.visible_spread(originals * 0.5, m, 0.1) is None       # grey images
     # the minimum effect reads the visible share when it was measured
     fake = {"eps": 0.1, "m": {"w_dependent_share": 0.99, "w_dependent_rms": 0.3},

@@ -2,6 +2,8 @@
 known trajectories, and one clear error for artefacts it cannot re-adapt. The command runs
 end to end in tests/perturbations/test_generate.py on a generated artefact."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,16 @@ def test_the_evaluation_sample_is_the_grid_or_distinct_images():
     assert len({tuple(f) for f in drawn}) == 300
     np.testing.assert_array_equal(drawn, evaluation_factors(data, 300, seed=1))
     assert not np.array_equal(drawn, evaluation_factors(data, 300, seed=2))
+
+
+def test_a_partial_run_of_an_earlier_readapt_version_is_named_as_such(tmp_path):
+    from perturbations.readapt import finished_seeds
+
+    settings = {"artefact": "a", "steps": 5, "method": METHOD}
+    partial = tmp_path / "seeds.json.partial.json"
+    partial.write_text(json.dumps({"settings": {**settings, "method": None}, "runs": {}}))
+    with pytest.raises(ValueError, match="another version of readapt"):
+        finished_seeds(partial, settings)
+    partial.write_text(json.dumps({"settings": {**settings, "steps": 9}, "runs": {}}))
+    with pytest.raises(ValueError, match="rerun with those flags"):
+        finished_seeds(partial, settings)
