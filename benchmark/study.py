@@ -477,12 +477,15 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     bar = progress_bar(len(commands))
 
     run_seconds = []
+    # a run that resumes trains only its last steps: its time would shorten the ETA
+    resumed = {name for name in commands
+               if (out / "runs" / name / "checkpoints" / "checkpoint").exists()}
 
     def record(name: str, code: int, stderr: str, seconds: float | None = None) -> None:
         current = _read_failed(failed_path)     # merged: entries of other runs are kept
         if code == 0:
             ran.append(name)
-            if seconds is not None:
+            if seconds is not None and name not in resumed:
                 run_seconds.append(seconds)
             current.pop(name, None)
         elif code == USER_ERROR_EXIT and LOCKED_MARK in stderr:

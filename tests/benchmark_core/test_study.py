@@ -282,6 +282,27 @@ def test_progress_line_counts_runs_and_estimates_the_rest():
         "about 25 min left")                   # the last run has no partner
 
 
+def test_eta_leaves_out_a_run_that_resumed(tmp_path, monkeypatch, caplog):
+    """A run resumed from its checkpoint trains only its last steps: its time would make
+    the ETA of a resumed study far too short (182 min for a study 9 h from its end)."""
+    import logging as py_logging
+    out = tmp_path / "s"
+    settings = _settings(out, variants=["original", "noisy"], seeds=(0, 1))
+    resumed = out / "runs" / "ae_dsprites_noisy_seed0" / "checkpoints"
+    resumed.mkdir(parents=True)
+    (resumed / "checkpoint").write_text("")
+    times = {"ae_dsprites_noisy_seed0": 60.0}
+    monkeypatch.setattr(study, "write_sample_grids", lambda *a: None)
+    monkeypatch.setattr(study, "_timed_run", lambda command, cwd: (
+        0, "", next((t for n, t in times.items() if n in " ".join(command)), 1200.0)))
+    caplog.set_level(py_logging.INFO)
+    study.execute(settings, workers=1)
+    lines = [r.getMessage() for r in caplog.records if "runs done" in r.getMessage()]
+    assert len(lines) == 4
+    for done, line in enumerate(lines[:3], 1):     # 20 min a fresh run, 1 worker
+        assert line.endswith(f"about {20 * (4 - done)} min left"), line
+
+
 def test_progress_bar_only_on_a_terminal():
     import io
 
