@@ -5,13 +5,15 @@ all ten pool runs and not on the four whose codes survived a machine change (see
 
     python -m benchmark.study --gin_file=studies/restarts_ellipse3_cpu.gin \
         --gin_bindings="study.output_dir = 'runs/restarts_ellipse3_retrain'" \
-        --gin_bindings="study.seeds = [0, 1, 2, 3, 4, 5, 6, 7]" --workers=2
+        --gin_bindings="study.seeds = [0, 1, 3, 4, 5, 6]" --workers=2
     python results/manipulation_ellipse3_cpu/restore_codes.py
     python -m benchmark.metrics.alignment results/manipulation_ellipse3_cpu --columns=1,2
 
 A retrain's codes are copied only when the retrain repeats the published run exactly: the
-same configuration fingerprint, the same results.json metrics and the same arrays.npz
-arrays; otherwise it is named and nothing is copied. Run from the repository root.
+same configuration fingerprint, the same results.json scalars (losses, health, metrics),
+the same curves.json and the same arrays.npz arrays; otherwise it is named and nothing is
+copied. Seeds 2, 7, 8 and 9 are not retrained: their angles are in alignment.json already.
+Run from the repository root.
 """
 
 import json
@@ -29,7 +31,9 @@ def identical(retrain: pathlib.Path, published: pathlib.Path) -> bool:
     read = lambda run, name: json.loads((run / name).read_text())  # noqa: E731
     if read(retrain, "fingerprint.json") != read(published, "fingerprint.json"):
         return False
-    if read(retrain, "results.json")["metrics"] != read(published, "results.json")["metrics"]:
+    if read(retrain, "results.json")["scalars"] != read(published, "results.json")["scalars"]:
+        return False
+    if read(retrain, "curves.json") != read(published, "curves.json"):
         return False
     with np.load(retrain / "arrays.npz", allow_pickle=False) as a, \
             np.load(published / "arrays.npz", allow_pickle=False) as b:
