@@ -10,7 +10,7 @@
 # bit-identical retrains (results/manipulation_ellipse3_cpu/restore_codes.py, whose
 # docstring holds the commands). Order (DESIGN.md amendment of 2026-11-27): the two
 # descriptive games and the objective's positive control before the audit, whose verdict
-# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:40: the objective
+# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:37: the objective
 # check before the penalty game, since its finished arms can be committed between sessions
 # (the games' checkpoints live in the ignored game_work/).
 set -e
