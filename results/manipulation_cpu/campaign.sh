@@ -10,19 +10,13 @@
 # bit-identical retrains (results/manipulation_ellipse3_cpu/restore_codes.py, whose
 # docstring holds the commands). Order (DESIGN.md amendment of 2026-11-27): the two
 # descriptive games and the objective's positive control before the audit, whose verdict
-# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:37: the objective
-# check before the penalty game, since its finished arms can be committed between sessions
-# (the games' checkpoints live in the ignored game_work/).
+# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:37/23:45: the
+# objective check first, since its finished arms can be committed between sessions (the
+# games' checkpoints live in the ignored game_work/).
 set -e
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 published() { [ -f "$1/metadata.json" ]; }
-# the random-start game (the penalty variant runs after the objective check)
-published results/perturbations/dsprites_ellipse3_random ||
-  $PY -m perturbations.generate --gin_file=perturbations/dsprites_ellipse3_cpu.gin --resume \
-    --gin_bindings="generation.neuron_direction = None" \
-    --gin_bindings="generation.work_dir = 'game_work/dsprites_ellipse3_random'" \
-    --gin_bindings="generation.output_dir = 'results/perturbations/dsprites_ellipse3_random'"
 # step 4: the objective's positive control (an interrupted run resumes from
 # readaptation_seeds.json.partial.json, which may be committed between sessions)
 [ -f results/objective_check_ellipse/readaptation_seeds.json ] ||
@@ -30,6 +24,12 @@ published results/perturbations/dsprites_ellipse3_random ||
     --steps=1000 --eval_every=100 --seeds=0,1,2 --match_to=naive@1 \
     --arms=original,modified,naive@1,noisy@matched,modified@matched,wave@matched,wave_entangled@matched \
     --compare_to=noisy@matched --out=results/objective_check_ellipse/readaptation_seeds.json
+# the random-start game, then the penalty variant
+published results/perturbations/dsprites_ellipse3_random ||
+  $PY -m perturbations.generate --gin_file=perturbations/dsprites_ellipse3_cpu.gin --resume \
+    --gin_bindings="generation.neuron_direction = None" \
+    --gin_bindings="generation.work_dir = 'game_work/dsprites_ellipse3_random'" \
+    --gin_bindings="generation.output_dir = 'results/perturbations/dsprites_ellipse3_random'"
 # the same two references, retrained once (each game verifies their MIG again)
 if [ -d game_work/dsprites_ellipse3_random/retrained_references ] &&
    [ ! -d game_work/dsprites_ellipse3_penalty/retrained_references ]; then
