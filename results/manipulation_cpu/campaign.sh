@@ -10,7 +10,7 @@
 # bit-identical retrains (results/manipulation_ellipse3_cpu/restore_codes.py, whose
 # docstring holds the commands). Order (DESIGN.md amendment of 2026-11-27): the two
 # descriptive games and the objective's positive control before the audit, whose verdict
-# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:37/23:45: the
+# its positive control already fixes (INCONCLUSIVE); amendment of 2026-11-27 23:37/23:38: the
 # objective check first, since its finished arms can be committed between sessions (the
 # games' checkpoints live in the ignored game_work/).
 set -e
