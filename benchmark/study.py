@@ -383,19 +383,24 @@ def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict, dict]:
 
 
 def progress_line(done: int, total: int, elapsed: float, run_seconds=(),
-                  workers: int = 1) -> str:
+                  workers: int = 1, resumed_done: int = 0) -> str:
     """'3/10 runs done, 12 min elapsed, about 28 min left'. With `run_seconds` (how long
     each finished run took, start to end) the rest is their mean times the runs left over
     the `workers` that run them side by side; without, the study's elapsed time per
     finished run times the runs left, which reads W side-by-side runs as one while the
-    first of them are still running (an ETA twice too long at 2 workers)."""
+    first of them are still running (an ETA twice too long at 2 workers). Of the `done`
+    runs, `resumed_done` resumed from a checkpoint and trained only their last steps: while
+    they are all that ended, no estimate is given (it would read minutes for hours)."""
     left_runs = total - done
     if run_seconds:
         mean = sum(run_seconds) / len(run_seconds)
         left = mean * left_runs / max(1, min(int(workers), left_runs))
+    elif done > resumed_done:
+        left = elapsed / done * left_runs
     else:
-        left = elapsed / done * left_runs if done else float("nan")
-    eta = f"about {left / 60:.0f} min left" if done < total else "all done"
+        left = None
+    eta = ("all done" if done >= total else "time left known when a fresh run ends"
+           if left is None else f"about {left / 60:.0f} min left")
     return f"{done}/{total} runs done, {elapsed / 60:.0f} min elapsed, {eta}"
 
 
@@ -502,7 +507,8 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         logging.info("%s %s; %s", name, "finished" if code == 0 else "busy"
                      if name in busy else "FAILED",
                      progress_line(len(ended), len(commands), time.time() - started,
-                                   run_seconds, workers if backend == "local" else 1))
+                                   run_seconds, workers if backend == "local" else 1,
+                                   sum(n in resumed for n in ended)))
 
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):
