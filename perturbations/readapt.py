@@ -453,10 +453,10 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
     if len(seeds) < 2:
         raise ValueError(f"across-seed tests need >= 2 seeds, found {seeds}")
     arms = list(runs[seeds[0]]["gate"]["arm_advantage_end"])
-    for seed in seeds:
-        if list(runs[seed]["gate"]["arm_advantage_end"]) != arms:
-            raise ValueError(f"seed {seed}: expected the arms {arms}, found "
-                             f"{list(runs[seed]['gate']['arm_advantage_end'])}")
+    for seed in seeds:     # the same arms, in any order (a resumed seed lists its kept first)
+        if sorted(runs[seed]["gate"]["arm_advantage_end"]) != sorted(arms):
+            raise ValueError(f"seed {seed}: expected the arms {sorted(arms)}, found "
+                             f"{sorted(runs[seed]['gate']['arm_advantage_end'])}")
     controls = ([a for a in arms if a.partition("@")[0] == "noisy"] if compare_to is None
                 else list(compare_to))
     unknown = [c for c in controls if c not in arms]

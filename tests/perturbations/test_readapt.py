@@ -116,6 +116,14 @@ def test_across_seeds_tests_which_arm_the_objective_prefers():
     assert two["modified"]["noisy@matched"]["p_holm"] == pytest.approx(
         max(min(1.0, 2 * p_wave), p_modified))
     assert two["naive@matched"]["noisy@matched"]["p_holm"] == pytest.approx(naive["p"])
+    # a seed resumed from its kept arms lists them in another order: the same test
+    reordered = {**runs, 1: {"gate": {"arm_advantage_end": dict(
+        reversed(runs[1]["gate"]["arm_advantage_end"].items()))}}}
+    assert across_seeds(reordered)["preferred"] == summary["preferred"]
+    with pytest.raises(ValueError, match=r"seed 1: expected the arms \['modified', "
+                                         r"'naive@matched', 'noisy@matched'\], found"):
+        across_seeds({**runs, 1: run(0.8, -7.5, 0.3) | {"gate": {"arm_advantage_end": {
+            "modified": 0.8, "noisy@matched": 0.3}}}})
     with pytest.raises(ValueError, match="not arms of this re-adaptation"):
         across_seeds(runs, ["wave@matched"])
     with pytest.raises(ValueError, match=">= 2 seeds"):
