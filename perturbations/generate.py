@@ -129,7 +129,8 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         reference_study: str | None = None,
                         reference_model: str = "beta_vae",
                         reference_exclude_overpruned: bool = False,
-                        reference_min_mig_gap: float | None = None) -> dict:
+                        reference_min_mig_gap: float | None = None,
+                        reference_artefacts=()) -> dict:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -141,6 +142,10 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin);
       reference_exclude_overpruned, reference_min_mig_gap: the choice's rules
       (references.choose; off by default, as in the paper, which states neither).
+    reference_artefacts: artefact directories whose published references (references/,
+      with their SHA-256) stand for chosen runs that kept no checkpoints, when they repeat
+      the run's MIG (references.weights_source); a chosen run found in none is retrained.
+      So a second game on the references of a published one starts without retraining.
     ensemble_size: k entangled + k disentangled references (1 dSprites, 4 Shapes3D).
     steps: updates of m; each also makes 3 decoder updates; batch_size images per update.
     latent_samples: latent samples per image in the decoder losses (5, appendix B.1).
@@ -196,6 +201,10 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
             and 0 <= float(reference_min_mig_gap) <= 1):
         raise ValueError(f"generation.reference_min_mig_gap must be None or a number in "
                          f"[0, 1], found {reference_min_mig_gap!r}")
+    if not (isinstance(reference_artefacts, (list, tuple))
+            and all(isinstance(a, str) and a for a in reference_artefacts)):
+        raise ValueError(f"generation.reference_artefacts must be a list of artefact "
+                         f"directories, found {reference_artefacts!r}")
     if eps is None:
         if dataset not in DEFAULT_EPS:
             raise ValueError(f"no default eps for dataset {dataset!r}; set generation.eps")
@@ -219,6 +228,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                 reference_exclude_overpruned=bool(reference_exclude_overpruned),
                 reference_min_mig_gap=(None if reference_min_mig_gap is None
                                        else float(reference_min_mig_gap)),
+                reference_artefacts=[str(a) for a in reference_artefacts],
                 ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
                 latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
                 output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
@@ -473,15 +483,28 @@ def plan(settings: dict) -> str:
         for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
             lines.append(f"  {side}: " + ", ".join(
                 f"{r['run_dir']} (MIG {r['mig']:.3f}"
-                + ("" if references.has_weights(r["run_dir"]) else
-                   "; no checkpoints: retrained first from its gin config and seed, used "
-                   "only if it repeats that MIG") + ")" for r in chosen))
+                + weights_plan(r["run_dir"], settings) + ")" for r in chosen))
     else:
         lines.append(f"  references: {len(found)} finished so far; {2 * k} are needed")
     occupied = occupied_outputs(settings)
     lines.append(f"  output: {out}" + (" (holds an artefact: needs --overwrite)"
                                        if out in occupied else ""))
     return "\n".join(lines)
+
+
+def weights_plan(run_dir: str, settings: dict) -> str:
+    """How the dry run says a chosen reference's weights will be found (`reference_weights`
+    decides; '' when the run has them)."""
+    if references.has_weights(run_dir):
+        return ""
+    try:
+        copy = references.copy_in_artefacts(run_dir, settings.get("reference_artefacts", ()))
+    except references.ReferenceError as error:
+        return f"; {error}"
+    if copy is not None:
+        return f"; no checkpoints: its published copy {copy}, if it repeats that MIG"
+    return ("; no checkpoints: retrained first from its gin config and seed, used only if "
+            "it repeats that MIG")
 
 
 def figure_sheet(data, network, eps: float, rng: np.random.Generator, rows: int = 6):
@@ -677,8 +700,10 @@ def reference_weights(chosen: dict, settings: dict) -> dict:
                 found[reference["run_dir"]] = (reference, {"published_from": "generation"})
                 continue
             found[reference["run_dir"]] = references.weights_source(
-                reference["run_dir"], f"{side}{i}", work_dir, refusal="the game does not use a stand-in for a chosen reference (restore "
-                        "that run's checkpoints/, or choose from a pool trained here)")
+                reference["run_dir"], f"{side}{i}", work_dir,
+                refusal="the game does not use a stand-in for a chosen reference (restore "
+                        "that run's checkpoints/, or choose from a pool trained here)",
+                artefacts=settings.get("reference_artefacts", ()))
     return found
 
 

@@ -189,18 +189,41 @@ IN_ARTEFACT = "references"
 REPEAT_TOLERANCE = 1e-6
 
 
+def copy_in_artefacts(run_dir, artefacts) -> pathlib.Path | None:
+    """The first published reference made from the finished run `run_dir` (its
+    PUBLISHED_RECORD's source_run_dir, compared as resolved paths) among the references/
+    of the artefact directories `artefacts`, in order; None when none is. An artefact
+    without a references/ folder is a ReferenceError (a wrong path, not a miss)."""
+    wanted = pathlib.Path(run_dir).resolve()
+    for directory in map(pathlib.Path, artefacts):
+        folder = directory / IN_ARTEFACT
+        if not folder.is_dir():
+            raise ReferenceError(f"{directory}: expected an artefact with the references it "
+                                 f"was made from ({IN_ARTEFACT}/), found none")
+        for candidate in sorted(folder.iterdir()):
+            if not is_published(candidate):
+                continue
+            source = read_json_object(candidate / PUBLISHED_RECORD,
+                                      ReferenceError).get("source_run_dir")
+            if isinstance(source, str) and pathlib.Path(source).resolve() == wanted:
+                return candidate
+    return None
+
+
 def weights_source(run_dir, name: str, work_dir, tolerance: float = REPEAT_TOLERANCE,
                    accept_different: bool = False,
                    refusal: str = "it is not the run the artefact was made from "
                                   "(--accept_different publishes it marked as a different "
-                                  "run)") -> tuple[dict, dict]:
+                                  "run)", artefacts=()) -> tuple[dict, dict]:
     """(the reference whose weights stand for the finished run `run_dir`, where they came
     from): the run itself when it kept its checkpoints/ ('published_from': 'run'); else
-    the run retrained from the gin config and seed its results.json records into
-    work_dir/name (skipped when finished, so callers resume), kept only if its MIG repeats
-    the recorded one within `tolerance` ('retrained', with 'retrained_mig'). A run that
-    does not repeat raises ReferenceError ending in `refusal`, unless accept_different
-    ('retrained_different')."""
+    its published copy in one of the artefact directories `artefacts` (`copy_in_artefacts`;
+    bytes checked against their SHA-256), if that copy repeats the recorded MIG within
+    `tolerance` ('artefact', with 'copy': its directory); else the run retrained from the
+    gin config and seed its results.json records into work_dir/name (skipped when
+    finished, so callers resume), kept only if its MIG repeats the recorded one within
+    `tolerance` ('retrained', with 'retrained_mig'). A run that does not repeat raises
+    ReferenceError ending in `refusal`, unless accept_different ('retrained_different')."""
     recorded_dir, work_dir = pathlib.Path(run_dir), pathlib.Path(work_dir)
     if (recorded_dir / "checkpoints").is_dir():
         return read_reference(recorded_dir), {"published_from": "run"}
@@ -209,6 +232,17 @@ def weights_source(run_dir, name: str, work_dir, tolerance: float = REPEAT_TOLER
             f"reference {recorded_dir}: expected its checkpoints/ or at least its "
             "results.json (the gin config and seed to retrain it from), found neither")
     recorded = read_reference(recorded_dir)
+    copy = copy_in_artefacts(recorded_dir, artefacts)
+    if copy is not None:
+        verify_published(copy)
+        found = read_reference(copy)
+        if abs(found["mig"] - recorded["mig"]) <= tolerance:
+            logging.info("reference %s: using its published copy %s (MIG %.6f)",
+                         recorded_dir, copy, found["mig"])
+            return found, {"published_from": "artefact", "copy": str(copy)}
+        logging.warning("reference %s: its published copy %s has MIG %.6f, the run %.6f; "
+                        "not used, retraining instead", recorded_dir, copy, found["mig"],
+                        recorded["mig"])
     work_dir.mkdir(parents=True, exist_ok=True)
     config_file = work_dir / f"{name}.gin"
     config_file.write_text(recorded["gin_config"])

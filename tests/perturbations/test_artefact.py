@@ -5,6 +5,7 @@ import functools
 import json
 import pathlib
 
+import keras
 import numpy as np
 import pytest
 
@@ -149,7 +150,11 @@ def _reduced(fixed):
 ELLIPSE = {"shape": 1, "scale": 5, "orientation": 0}
 
 
-def _reduced_artefact(directory, data, eps=0.3):
+def _reduced_artefact(directory, data, eps=0.3, seed=None):
+    """An untrained m(w) saved as an artefact; seed: Keras's global seed first (None: the
+    RNG state earlier tests left)."""
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
     network = manipulation.manipulation_network(data.num_factors)
     return artefact.save_manipulation(directory, network, {
         "dataset": "dsprites", "factor_sizes": list(data.factor_sizes), "eps": eps,
@@ -190,7 +195,9 @@ def test_texture_control_adds_the_mean_of_m_to_every_image(tmp_path):
     """'modified_texture': the same pattern E_w m(w) (over the whole 1,024-image grid) for
     every image, so the arm changes images like m(w) without variance along w."""
     ellipse = _reduced(ELLIPSE)
-    out = _reduced_artefact(tmp_path / "art", ellipse)
+    # an untrained m varies with w by ~1e-4 (seeds 0-5: 0.9e-4 to 2.3e-4); seed 3 keeps it
+    # well above the 1e-5 to which the texture is compared with m's mean below
+    out = _reduced_artefact(tmp_path / "art", ellipse, seed=3)
     modified = make_variant(ellipse, "modified", artefact=str(out))
     texture = make_variant(ellipse, "modified_texture", artefact=str(out))
     assert texture.describe()["variant"] == "modified_texture" and texture.eps == 0.3

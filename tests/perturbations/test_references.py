@@ -193,3 +193,66 @@ def test_a_retrained_reference_that_does_not_repeat_its_run_is_refused(tmp_path,
                                                         "results.json"):
         references.weights_source(str(tmp_path / "gone"), "entangled0", tmp_path / "work4",
                                   1e-6, False)
+
+
+def _copy_in(tmp_path, source_run_dir, mig, name="art"):
+    """A published reference references/entangled0 of artefact `name`, made from
+    `source_run_dir`, with its SHA-256 record (as references.publish writes it)."""
+    copy = tmp_path / name / references.IN_ARTEFACT / "entangled0"
+    copy.parent.mkdir(parents=True)
+    made = _reference_dir(copy.parent, GOOD_CONFIG, "entangled0")
+    results = json.loads((made / "results.json").read_text())
+    results["metrics"]["mig"]["mig"] = mig
+    (made / "results.json").write_text(json.dumps(results))
+    for file in references.PUBLISHED_FILES:
+        if not (copy / file).exists():
+            (copy / file).write_bytes(file.encode())
+    digests = {f: references.file_sha256(copy / f) for f in references.PUBLISHED_FILES}
+    (copy / references.PUBLISHED_RECORD).write_text(json.dumps(
+        {"sha256": digests, "source_run_dir": str(source_run_dir), "step": 6000}))
+    return copy
+
+
+def test_a_published_copy_in_a_named_artefact_stands_for_a_run_without_checkpoints(
+        tmp_path, monkeypatch):
+    """generation.reference_artefacts: a second game on the references of a published one
+    uses their published copies, checked by SHA-256 and by the recorded MIG, and retrains
+    only a run that no artefact holds or whose copy does not repeat it."""
+    recorded = _reference_dir(tmp_path, GOOD_CONFIG, "recorded")
+    trained = []
+
+    def fake_train(gin_files, bindings, seed, run_dir):
+        trained.append(pathlib.Path(run_dir))
+        pathlib.Path(run_dir).mkdir(parents=True, exist_ok=True)
+        (pathlib.Path(run_dir) / "results.json").write_text(
+            (recorded / "results.json").read_text())
+        return run_dir
+
+    monkeypatch.setattr(references, "train_reference", fake_train)
+    monkeypatch.chdir(tmp_path)          # the record names the run relative to the repository
+    copy = _copy_in(tmp_path, "recorded", 0.1)
+    reference, provenance = references.weights_source(
+        str(recorded), "entangled0", tmp_path / "work", artefacts=[str(tmp_path / "art")])
+    assert trained == [] and reference["run_dir"] == str(copy)
+    assert provenance == {"published_from": "artefact", "copy": str(copy)}
+    # a copy of another run is not this run's: retrained
+    _copy_in(tmp_path, "other_run", 0.1, "art2")
+    _, provenance = references.weights_source(
+        str(recorded), "entangled0", tmp_path / "work2", artefacts=[str(tmp_path / "art2")])
+    assert trained == [tmp_path / "work2" / "entangled0"]
+    assert provenance["published_from"] == "retrained"
+    # a copy that does not repeat the recorded MIG is not used
+    _copy_in(tmp_path, "recorded", 0.2, "art3")
+    _, provenance = references.weights_source(
+        str(recorded), "entangled0", tmp_path / "work3", artefacts=[str(tmp_path / "art3")])
+    assert provenance["published_from"] == "retrained" and len(trained) == 2
+    # a copy whose bytes changed is refused, not retrained around
+    (copy / "decoder.weights.h5").write_bytes(b"changed")
+    with pytest.raises(references.ReferenceError, match="decoder.weights.h5 has SHA-256"):
+        references.weights_source(str(recorded), "entangled0", tmp_path / "work4",
+                                  artefacts=[str(tmp_path / "art")])
+    with pytest.raises(references.ReferenceError, match="expected an artefact with the "
+                                                        "references it was made from"):
+        references.weights_source(str(recorded), "entangled0", tmp_path / "work5",
+                                  artefacts=[str(tmp_path / "recorded")])
+    assert len(trained) == 2
