@@ -190,23 +190,26 @@ REPEAT_TOLERANCE = 1e-6
 
 
 def copy_in_artefacts(run_dir, artefacts) -> pathlib.Path | None:
-    """The first published reference made from the finished run `run_dir` (its
-    PUBLISHED_RECORD's source_run_dir, compared as resolved paths) among the references/
-    of the artefact directories `artefacts`, in order; None when none is. An artefact
-    without a references/ folder is a ReferenceError (a wrong path, not a miss)."""
+    """The published copy of the finished run `run_dir` in the first of the artefact
+    directories `artefacts` whose metadata.json lists it as a reference ('run_dir',
+    compared as resolved paths, with 'published' and 'sha256': `published_copy`, which
+    checks the bytes); None when none does. A directory without metadata.json is a
+    ReferenceError (a wrong path, not a miss)."""
     wanted = pathlib.Path(run_dir).resolve()
     for directory in map(pathlib.Path, artefacts):
-        folder = directory / IN_ARTEFACT
-        if not folder.is_dir():
-            raise ReferenceError(f"{directory}: expected an artefact with the references it "
-                                 f"was made from ({IN_ARTEFACT}/), found none")
-        for candidate in sorted(folder.iterdir()):
-            if not is_published(candidate):
-                continue
-            source = read_json_object(candidate / PUBLISHED_RECORD,
-                                      ReferenceError).get("source_run_dir")
-            if isinstance(source, str) and pathlib.Path(source).resolve() == wanted:
-                return candidate
+        if not (directory / "metadata.json").is_file():
+            raise ReferenceError(f"{directory}: expected a perturbation artefact (its "
+                                 "metadata.json), found none")
+        listed = read_json_object(directory / "metadata.json", ReferenceError).get(
+            "references")
+        for side in ("entangled", "disentangled"):
+            entries = listed.get(side) if isinstance(listed, dict) else None
+            for entry in entries if isinstance(entries, list) else []:
+                if (isinstance(entry, dict) and isinstance(entry.get("run_dir"), str)
+                        and pathlib.Path(entry["run_dir"]).resolve() == wanted):
+                    copy = published_copy(entry, directory)
+                    if copy is not None:
+                        return pathlib.Path(copy)
     return None
 
 
@@ -234,7 +237,6 @@ def weights_source(run_dir, name: str, work_dir, tolerance: float = REPEAT_TOLER
     recorded = read_reference(recorded_dir)
     copy = copy_in_artefacts(recorded_dir, artefacts)
     if copy is not None:
-        verify_published(copy)
         found = read_reference(copy)
         if abs(found["mig"] - recorded["mig"]) <= tolerance:
             logging.info("reference %s: using its published copy %s (MIG %.6f)",

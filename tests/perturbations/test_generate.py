@@ -316,6 +316,18 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
         assert entry["run_dir"] in refs and entry["published_from"] == "retrained"
         assert entry["retrained_mig"] == entry["mig"]
     assert not any((runs / f"seed{s}" / "checkpoints").exists() for s in (0, 1))
+    # A second game on the same runs takes the first artefact's published copies (SHA-256
+    # and MIG checked) and retrains nothing.
+    second = _generate(tmp_path / "second", *fresh,
+                       f"generation.reference_artefacts = ['{tmp_path / 'fresh' / 'art'}']")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert not (tmp_path / "second" / "work" / "retrained_references").exists()
+    copied = json.loads((tmp_path / "second" / "art" / "metadata.json").read_text())
+    for side in ("entangled", "disentangled"):
+        entry = copied["references"][side][0]
+        assert entry["published_from"] == "artefact"
+        assert entry["copy"] == str(tmp_path / "fresh" / "art" / "references" / f"{side}0")
+        assert entry["sha256"] == again["references"][side][0]["sha256"]
     other = _generate(tmp_path / "other",
                       "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",
                       f"generation.reference_runs = {refs!r}", "generation.reference_seeds = []")

@@ -196,8 +196,9 @@ def test_a_retrained_reference_that_does_not_repeat_its_run_is_refused(tmp_path,
 
 
 def _copy_in(tmp_path, source_run_dir, mig, name="art"):
-    """A published reference references/entangled0 of artefact `name`, made from
-    `source_run_dir`, with its SHA-256 record (as references.publish writes it)."""
+    """A published reference references/entangled0 of artefact `name` that its metadata
+    lists as standing for the run `source_run_dir` (as perturbations.generate writes it:
+    the published record names the retrained run it was copied from)."""
     copy = tmp_path / name / references.IN_ARTEFACT / "entangled0"
     copy.parent.mkdir(parents=True)
     made = _reference_dir(copy.parent, GOOD_CONFIG, "entangled0")
@@ -209,7 +210,11 @@ def _copy_in(tmp_path, source_run_dir, mig, name="art"):
             (copy / file).write_bytes(file.encode())
     digests = {f: references.file_sha256(copy / f) for f in references.PUBLISHED_FILES}
     (copy / references.PUBLISHED_RECORD).write_text(json.dumps(
-        {"sha256": digests, "source_run_dir": str(source_run_dir), "step": 6000}))
+        {"sha256": digests, "source_run_dir": str(copy), "step": 6000}))
+    entry = {"run_dir": str(source_run_dir), "published": "references/entangled0",
+             "sha256": digests, "mig": mig}
+    (tmp_path / name / "metadata.json").write_text(json.dumps(
+        {"kind": "manipulation", "references": {"entangled": [entry], "disentangled": []}}))
     return copy
 
 
@@ -251,8 +256,8 @@ def test_a_published_copy_in_a_named_artefact_stands_for_a_run_without_checkpoin
     with pytest.raises(references.ReferenceError, match="decoder.weights.h5 has SHA-256"):
         references.weights_source(str(recorded), "entangled0", tmp_path / "work4",
                                   artefacts=[str(tmp_path / "art")])
-    with pytest.raises(references.ReferenceError, match="expected an artefact with the "
-                                                        "references it was made from"):
+    with pytest.raises(references.ReferenceError, match="expected a perturbation artefact "
+                                                        r"\(its metadata.json\)"):
         references.weights_source(str(recorded), "entangled0", tmp_path / "work5",
                                   artefacts=[str(tmp_path / "recorded")])
     assert len(trained) == 2
