@@ -4,9 +4,13 @@
 
 Reads each published game artefact's metadata.json and evidence.json (the diagonal game,
 the random-start game and the penalty variant; results/manipulation_cpu/DESIGN.md) and
-writes results/manipulation_cpu/games.json and games.md. Nothing is recomputed: every
-number is one the generator or `perturbations.inspect --publish` recorded. A game not yet
-published is listed as such. The item (DESIGN.md, amendment of 2026-11-27) is met when a
+writes results/manipulation_cpu/games.json, games.md and games.png. Nothing is recomputed:
+every number is one the generator or `perturbations.inspect --publish` recorded. A game not
+yet published is listed as such. Each game's trajectory (m's batch-mean share and the
+neuron's weights every 50 updates) is read from its TensorBoard log where one is on disk
+(game_work/<game>/manipulation/tb, or the copy carry.sh keeps); the artefact does not
+publish the log, so a trajectory once read is kept in games.json when the log is gone
+(the diagonal game's was lost with its checkout). The item (DESIGN.md, amendment of 2026-11-27) is met when a
 game's *visible* w-dependent share (the split of |m| = (x' - x)/eps (1 - 2x) that the
 modified images show) reaches 0.10; the raw share of m is reported beside it.
 """
@@ -29,13 +33,45 @@ GAMES = (("diagonal", "results/perturbations/dsprites_ellipse3_diagonal",
           "suite's variant: batch-mean penalty 4096, Adam 1e-3; diagonal start"))
 #: the item's threshold on the visible w-dependent share
 THRESHOLD = 0.10
+#: the logged terms a trajectory keeps (benchmark.train writes them under 'loss/')
+TRAJECTORY_TERMS = ("m_mean_share", "scalar_weight_0", "scalar_weight_1", "scalar_weight_2",
+                    "reconstruction_entangled", "reconstruction_disentangled")
 
 
-def read_game(name: str, directory: str, what: str) -> dict:
-    """One game's recorded numbers ({'name', 'artefact', 'what', 'published': False} when
-    its artefact has no metadata.json yet)."""
+def trajectory(artefact: str) -> dict | None:
+    """{term: [[update, value], ...]} from the game's TensorBoard log (the last value per
+    update: a resumed game logs again the updates after its checkpoint, identically), or
+    None when no log is on disk."""
+    game = pathlib.Path(artefact).name
+    for logs in (ROOT / "game_work" / game / "manipulation" / "tb",
+                 HERE / "in_progress" / game / "manipulation" / "tb"):
+        if logs.is_dir() and any(logs.iterdir()):
+            break
+    else:
+        return None
+    from tensorboard.backend.event_processing import event_accumulator
+    accumulator = event_accumulator.EventAccumulator(
+        str(logs), size_guidance={event_accumulator.TENSORS: 0})
+    accumulator.Reload()
+    import tensorflow as tf
+    found = {}
+    for term in TRAJECTORY_TERMS:
+        tag = f"loss/{term}"
+        if tag not in accumulator.Tags()["tensors"]:
+            continue
+        by_step = {e.step: float(tf.make_ndarray(e.tensor_proto))
+                   for e in accumulator.Tensors(tag)}
+        found[term] = [[step, by_step[step]] for step in sorted(by_step)]
+    return found
+
+
+def read_game(name: str, directory: str, what: str, kept: dict) -> dict:
+    """One game's recorded numbers ({'name', 'artefact', 'what', 'trajectory', 'published':
+    False} when its artefact has no metadata.json yet); kept: {game: trajectory} that
+    games.json held, used when the log is gone."""
     path = ROOT / directory
-    row = {"name": name, "artefact": directory, "what": what}
+    row = {"name": name, "artefact": directory, "what": what,
+           "trajectory": trajectory(directory) or kept.get(name)}
     if not (path / "metadata.json").is_file():
         return {**row, "published": False}
     metadata = json.loads((path / "metadata.json").read_text())
@@ -91,7 +127,9 @@ def markdown(rows: list[dict], read: dict) -> str:
     lines = ["# The ellipse games side by side", "",
              "Written by `python results/manipulation_cpu/games.py` from each artefact's "
              "metadata.json and evidence.json; nothing recomputed. Dataset: dSprites ellipse, "
-             "orientation fixed (scale × posX × posY), ε 0.1, 3,000 updates of m.", "",
+             "orientation fixed (scale × posX × posY), ε 0.1, 3,000 updates of m. "
+             "Trajectories (games.png, games.json) from the games' TensorBoard logs "
+             "where kept.", "",
              "| game | what | visible w-dependent share | raw share | m's last-batch mean "
              "share | neuron start → end (turn) | neuron variance share | gate |",
              "|---|---|---|---|---|---|---|---|"]
@@ -132,11 +170,43 @@ def write(path: pathlib.Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def figure(rows: list[dict], path: pathlib.Path) -> None:
+    """m's batch-mean share and the neuron's weights over the updates, one colour a game."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (share, neuron) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for r, colour in zip(rows, ("C0", "C1", "C2")):
+        if not r["trajectory"]:
+            continue
+        steps, values = zip(*r["trajectory"]["m_mean_share"])
+        share.plot(steps, values, color=colour, label=r["name"])
+        for k, style in zip(range(3), ("-", "--", ":")):
+            steps, values = zip(*r["trajectory"][f"scalar_weight_{k}"])
+            neuron.plot(steps, values, color=colour, linestyle=style,
+                        label=f"{r['name']}: weight {k}")
+    share.set(xlabel="update of m", ylabel="m's batch-mean share (last batch)",
+              title="image-independent share of m", ylim=(0, 1))
+    neuron.set(xlabel="update of m", ylabel="weight (0 scale, 1 posX, 2 posY)",
+               title="the neuron's input weights")
+    share.legend(fontsize=7)
+    neuron.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
 def main() -> int:
-    rows = [read_game(*game) for game in GAMES]
+    old = HERE / "games.json"
+    kept = ({g["name"]: g.get("trajectory") for g in json.loads(old.read_text())["games"]}
+            if old.is_file() else {})
+    rows = [read_game(*game, kept) for game in GAMES]
     read = reading(rows)
     write(HERE / "games.json", json.dumps({"games": rows, "reading": read}, indent=2) + "\n")
     write(HERE / "games.md", markdown(rows, read))
+    figure(rows, HERE / "games.png")
     print(markdown(rows, read))
     return 0
 
