@@ -10,13 +10,15 @@
 #   (written beside, then renamed over the last copy).
 # restore: copies each carried game back into game_work/<game>/ unless a game is there, so
 #   `perturbations.generate --resume` goes on from that update (a resumed game draws the
-#   same batches: benchmark.train). A carried copy is removed once its artefact is published.
+#   same batches: benchmark.train).
+# clean: removes the carried copy of each game whose artefact is published.
 set -e
 cd "$(dirname "$0")/../.."
 CARRY=results/manipulation_cpu/in_progress
 case "$1" in
 save)
   for work in game_work/dsprites_ellipse3_*; do
+    [ -d "$work" ] || continue
     game=$(basename "$work")
     manipulation=$work/manipulation
     [ -f "$work/generated.json" ] && continue
@@ -38,6 +40,7 @@ save)
 restore)
   [ -d "$CARRY" ] || exit 0
   for carried in "$CARRY"/*/; do
+    [ -d "$carried" ] || continue
     game=$(basename "$carried")
     if [ -f "results/perturbations/$game/metadata.json" ]; then
       echo "carry: $game is published; its carried copy can be removed"; continue
@@ -47,6 +50,17 @@ restore)
     cp -r "$carried/manipulation" "game_work/$game/"
     echo "carry: restored $game from $carried"
   done;;
+clean)
+  [ -d "$CARRY" ] || exit 0
+  for carried in "$CARRY"/*/; do
+    [ -d "$carried" ] || continue
+    game=$(basename "$carried")
+    if [ -f "results/perturbations/$game/metadata.json" ]; then
+      rm -rf "$carried"
+      echo "carry: removed the carried copy of $game (published)"
+    fi
+  done
+  rmdir "$CARRY" 2>/dev/null || true;;
 *)
-  echo "usage: carry.sh save|restore" >&2; exit 2;;
+  echo "usage: carry.sh save|restore|clean" >&2; exit 2;;
 esac
