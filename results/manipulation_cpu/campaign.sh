@@ -17,6 +17,8 @@ set -e
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 published() { [ -f "$1/metadata.json" ]; }
+# an unfinished game carried from another checkout goes back into game_work/ (carry.sh)
+bash results/manipulation_cpu/carry.sh restore
 # step 4: the objective's positive control (an interrupted run resumes from
 # readaptation_seeds.json.partial.json, which may be committed between sessions)
 [ -f results/objective_check_ellipse/readaptation_seeds.json ] ||
@@ -38,6 +40,10 @@ published results/perturbations/dsprites_ellipse3_penalty ||
   $PY -m perturbations.generate --gin_file=perturbations/dsprites_ellipse3_penalty_cpu.gin \
     --resume --gin_bindings="generation.work_dir = 'game_work/dsprites_ellipse3_penalty'" \
     --gin_bindings="$DIAGONAL"
+# the games side by side (games.md, games.json, games.png); carried copies of published
+# games are removed
+$PY results/manipulation_cpu/games.py
+bash results/manipulation_cpu/carry.sh clean
 # step 7: the audit rerun against the study (finished runs under its output_dir are kept)
 $PY -m benchmark.audit --gin_file=examples/sparse_vae.gin \
   --reference=results/manipulation_ellipse3_cpu \
