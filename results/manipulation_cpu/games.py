@@ -12,7 +12,9 @@ neuron's weights every 50 updates) is read from its TensorBoard log where one is
 publish the log, so a trajectory once read is kept in games.json when the log is gone
 (the diagonal game's was lost with its checkout). The item (DESIGN.md, amendment of 2026-11-27) is met when a
 game's *visible* w-dependent share (the split of |m| = (x' - x)/eps (1 - 2x) that the
-modified images show) reaches 0.10; the raw share of m is reported beside it.
+modified images show) reaches 0.10 and its diagnostics do not flag it below the minimum
+effect (a share is a ratio, read off an m of any size: the penalty game's m changes the
+images by 1e-6); the raw share of m is reported beside it.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def read_game(name: str, directory: str, what: str, kept: dict) -> dict:
             "visible_w_dependent_share": diagnostics["visible_m"]["w_dependent_share"],
             "raw_w_dependent_share": diagnostics["m"]["w_dependent_share"],
             "visible_mean_abs": diagnostics["visible_m"]["mean_abs"],
+            "mean_abs_change": diagnostics["change"]["modified_mean_abs_change"],
             "saturated_fraction": diagnostics["m"]["saturated_fraction"],
             "factor_sensitivity_relative": diagnostics["factor_sensitivity"]["relative"],
             "neuron_variance_share_by_factor":
@@ -107,11 +110,16 @@ def read_game(name: str, directory: str, what: str, kept: dict) -> dict:
 
 
 def reading(rows: list[dict]) -> dict:
-    """The item's reading from the published games."""
+    """The item's reading from the published games. A game its own diagnostics flag as
+    below the minimum effect (m changes the images by less than a grey level) does not
+    count, whatever its share: a share is a ratio and is read off any m, however small."""
     published = [r for r in rows if r["published"]]
-    best = max(published, key=lambda r: r["visible_w_dependent_share"], default=None)
+    counted = [r for r in published if not r["below_minimum_effect"]]
+    best = max(counted, key=lambda r: r["visible_w_dependent_share"], default=None)
     return {"threshold_visible_w_dependent_share": THRESHOLD,
             "games_published": [r["name"] for r in published],
+            "games_not_counted_below_minimum_effect":
+                [r["name"] for r in published if r["below_minimum_effect"]],
             "games_pending": [r["name"] for r in rows if not r["published"]],
             "largest": None if best is None else
             {"game": best["name"], "visible_w_dependent_share":
@@ -130,27 +138,35 @@ def markdown(rows: list[dict], read: dict) -> str:
              "orientation fixed (scale × posX × posY), ε 0.1, 3,000 updates of m. "
              "Trajectories (games.png, games.json) from the games' TensorBoard logs "
              "where kept.", "",
-             "| game | what | visible w-dependent share | raw share | m's last-batch mean "
-             "share | neuron start → end (turn) | neuron variance share | gate |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| game | what | visible w-dependent share | raw share | mean \\|x′ − x\\| (300 images) "
+             "| m's last-batch mean share | neuron start → end (turn) | neuron variance share "
+             "| gate |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["published"]:
-            lines.append(f"| {r['name']} | {r['what']} | not published yet | | | | | |")
+            lines.append(f"| {r['name']} | {r['what']} | not published yet | | | | | | |")
             continue
         turn = ("" if r["neuron_turn_deg"] is None else f" ({r['neuron_turn_deg']:.1f}°)")
-        gate = ("passes" if r["gate_passes"] else "fails") + " (advantage at end: " + \
-            ", ".join(f"{k} {v:+.3f}" for k, v in (r["gate_advantage_end"] or {}).items()) + ")"
+        gate = ("not run yet" if r["gate_passes"] is None else
+                ("passes" if r["gate_passes"] else "fails") + " (advantage at end: " +
+                ", ".join(f"{k} {v:+.3f}" for k, v in (r["gate_advantage_end"] or {}).items())
+                + ")")
         lines.append(
             f"| {r['name']} | {r['what']} | {r['visible_w_dependent_share']:.4f} | "
-            f"{r['raw_w_dependent_share']:.4f} | {r['final_m_mean_share']:.3f} | "
+            f"{r['raw_w_dependent_share']:.4f} | {r['mean_abs_change']:.2g} | "
+            f"{r['final_m_mean_share']:.3f} | "
             f"{weights(r['neuron_initial_weights'])} → {weights(r['neuron_final_weights'])}"
             f"{turn} | {weights(r['neuron_variance_share_by_factor'])} | {gate} |")
     largest = read["largest"]
     lines += ["", "## The done-when item",
-              f"Met when a game's visible w-dependent share is ≥ {THRESHOLD:.2f}. "
+              f"Met when a game's visible w-dependent share is ≥ {THRESHOLD:.2f} and its own "
+              "diagnostics do not flag it below the minimum effect. "
               + ("No game is published." if largest is None else
                  f"Largest: {largest['game']}, {largest['visible_w_dependent_share']:.4f}: "
                  + ("met." if read["met"] else "not met."))
+              + (" Not counted, below the minimum effect: "
+                 f"{', '.join(read['games_not_counted_below_minimum_effect'])}."
+                 if read["games_not_counted_below_minimum_effect"] else "")
               + (f" Pending: {', '.join(read['games_pending'])}."
                  if read["games_pending"] else ""), ""]
     for r in rows:
