@@ -41,7 +41,11 @@ The gate (`gate`): the *advantage* of the modified data is
 at the same number of updates: negative when m makes the entangled decoder's job easier
 relative to the disentangled one's than the original data already are. The artefact
 passes when the advantage after re-adaptation is negative and has not risen over the
-second half of the updates (it is not closing). The texture arm's advantage is reported
+second half of the updates (it is not closing), and the modified data differ from the
+original by at least one grey level on average (mean |x' - x| >= 1/255, the diagnostics'
+minimum effect): below it the arms train on the same images up to rounding, and the sign
+of an advantage of 1e-4 is numerical noise (the penalty game's m, mean |x' - x| 1e-6,
+"passed" with -0.0006 before this floor, issue 28). The texture arm's advantage is reported
 beside it, and every other arm's (`arm_advantage_end`): an arm with a more negative
 advantage than m's is a perturbation the game would have preferred to the m it found.
 
@@ -72,6 +76,7 @@ from absl import app, flags, logging
 from benchmark.atomic import write_json
 from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, measured_factors
 from benchmark.errors import cli_main, run_command, user_errors
+from perturbations.diagnostics import MIN_MEAN_ABS_CHANGE
 
 FLAGS = flags.FLAGS
 
@@ -119,15 +124,17 @@ def define_flags() -> None:
                          f"(\"{EVIDENCE_KEY}\", other keys kept) and draw DIR/{FIGURE}.")
 
 
-def gate(evaluations: list[int], gaps: dict) -> dict:
+def gate(evaluations: list[int], gaps: dict, modified_mean_abs: float | None = None) -> dict:
     """The gate's verdict from the evaluation sample's gaps L_ent - L_dis.
 
     evaluations: update counts of the measurements, increasing, starting at 0 (m >= 2);
-    gaps: {arm: list of m gaps}, with at least 'original' and 'modified'.
+    gaps: {arm: list of m gaps}, with at least 'original' and 'modified';
+    modified_mean_abs: the modified arm's mean |x' - x| (None: not checked).
     Returns the advantage (modified - original gap) at the start, the middle measurement
     and the end, its rise over the second half (end - middle), every other measured arm's
     advantage at the end ('arm_advantage_end', modified included), and 'passes': advantage
-    at the end < 0 and rise <= 0."""
+    at the end < 0, rise <= 0, and modified_mean_abs >= MIN_MEAN_ABS_CHANGE when given
+    ('below_minimum_change' records whether it was below)."""
     if len(evaluations) < 2:
         raise ValueError(f"the gate needs >= 2 measurements, found {len(evaluations)}")
     for arm in ("original", "modified"):
@@ -144,8 +151,12 @@ def gate(evaluations: list[int], gaps: dict) -> dict:
     found["arm_advantage_end"] = {arm: float(gap[-1] - gaps["original"][-1])
                                   for arm, gap in gaps.items()
                                   if arm != "original" and len(gap) == len(evaluations)}
+    below = modified_mean_abs is not None and modified_mean_abs < MIN_MEAN_ABS_CHANGE
+    if modified_mean_abs is not None:
+        found["modified_mean_abs"] = float(modified_mean_abs)
+        found["below_minimum_change"] = bool(below)
     found["passes"] = bool(found["advantage_end"] < 0.0
-                           and found["advantage_rise_second_half"] <= 0.0)
+                           and found["advantage_rise_second_half"] <= 0.0 and not below)
     return found
 
 
@@ -423,7 +434,8 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
         result["arms"][arm] = curve
         if on_arm is not None:
             on_arm(result)
-    result["gate"] = gate(evaluations, {a: c["gap"] for a, c in result["arms"].items()})
+    result["gate"] = gate(evaluations, {a: c["gap"] for a, c in result["arms"].items()},
+                          result["arm_change"].get("modified", {}).get("mean_abs"))
     return result
 
 
@@ -520,8 +532,12 @@ def summary_lines(result: dict) -> list[str]:
     for arm, advantage in g["arm_advantage_end"].items():
         if arm != "modified":
             lines.append(f"{arm}'s advantage (vs original): {advantage:+.2f}")
+    if g.get("below_minimum_change"):
+        lines.append(f"the modified data differ from the original by mean |x' - x| "
+                     f"{g['modified_mean_abs']:.2g} < {MIN_MEAN_ABS_CHANGE:.4f} (one grey "
+                     "level): the advantage's sign is numerical noise")
     lines.append(f"gate: {'passes' if g['passes'] else 'FAILS'} (advantage < 0 and not "
-                 "rising over the second half)")
+                 "rising over the second half, on data changed by at least a grey level)")
     return lines
 
 

@@ -102,6 +102,7 @@ def read_game(name: str, directory: str, what: str, kept: dict) -> dict:
             "below_minimum_effect": evidence.get("below_minimum_effect"),
             "minimum_effect_reasons": diagnostics["minimum_effect"].get("reasons", []),
             "gate_passes": gate.get("passes"),
+            "gate_below_minimum_change": gate.get("below_minimum_change"),
             "gate_advantage_end": gate.get("arm_advantage_end"),
             "reference_mig": evidence.get("reference_mig"),
             "references_published_from": {
@@ -148,7 +149,9 @@ def markdown(rows: list[dict], read: dict) -> str:
             continue
         turn = ("" if r["neuron_turn_deg"] is None else f" ({r['neuron_turn_deg']:.1f}°)")
         gate = ("not run yet" if r["gate_passes"] is None else
-                ("passes" if r["gate_passes"] else "fails") + " (advantage at end: " +
+                ("passes" if r["gate_passes"] else "fails") +
+                (": data changed by less than a grey level" if r["gate_below_minimum_change"]
+                 else "") + " (advantage at end: " +
                 ", ".join(f"{k} {v:+.3f}" for k, v in (r["gate_advantage_end"] or {}).items())
                 + ")")
         lines.append(

@@ -32,6 +32,17 @@ def test_gate_passes_only_a_lasting_advantage_of_the_modified_data():
                                                  "modified_texture": pytest.approx(-1.0)}
 
 
+def test_gate_fails_data_changed_by_less_than_a_grey_level():
+    # The same lasting advantage passes on data changed by a grey level and fails below it:
+    # arms that train on the same images up to rounding differ by numerical noise.
+    gaps = {"original": [5.0] * 5, "modified": [4.0, 3.0, 2.0, 1.5, 1.0]}
+    changed = gate(STEPS, gaps, modified_mean_abs=1.0 / 255.0)
+    assert changed["passes"] and not changed["below_minimum_change"]
+    unchanged = gate(STEPS, gaps, modified_mean_abs=1e-6)
+    assert unchanged["below_minimum_change"] and not unchanged["passes"]
+    assert unchanged["advantage_end"] == pytest.approx(-4.0)
+
+
 def test_gate_refuses_trajectories_that_do_not_match_the_measurements():
     with pytest.raises(ValueError, match="needs 5 gaps of arm 'modified', found 4"):
         gate(STEPS, {"original": [0.0] * 5, "modified": [0.0] * 4})
