@@ -15,7 +15,8 @@ includes flattened), canonicalised:
 - bindings that change neither what is trained nor what is measured dropped
   (`IGNORED`: how often to log, checkpoint or score a learning-curve point; resume is
   exact whatever the period, and a curve point does not touch training; the shorter run
-  of the same configuration a run started from, `run.start_from`, which is a resume), and
+  of the same configuration a run started from, `run.start_from`, which is a resume; how
+  images are stored and served, `materialize.*`, which gives the same bits), and
   settings bound to the default they had before they existed (`DEFAULTS`: run.threads).
 The fingerprint is the SHA-256 of the canonical bindings (JSON, sorted); the suite version
 is recorded beside it (`fingerprint.json`) but not hashed, so a version bump does not orphan
@@ -46,6 +47,9 @@ from benchmark.machine import DEFAULT_THREADS
 FILE_NAME = "fingerprint.json"
 IGNORED = frozenset({"run.log_every", "run.checkpoint_every", "run.eval_every",
                      "run.start_from"})
+#: configurables none of whose settings changes a number (how images are stored and served:
+#: benchmark/data/materialize.py)
+IGNORED_SCOPES = ("materialize.",)
 
 
 class ConfigMismatch(UserError, ValueError):
@@ -111,7 +115,7 @@ def bindings_of(config_text: str) -> dict[str, str]:
     definition is keyed by its name. Raises ValueError on text gin cannot parse."""
     bindings = {}
     for key, value in binding_statements(config_text):
-        if key not in IGNORED:
+        if key not in IGNORED and not key.startswith(IGNORED_SCOPES):
             value = _canonical(value)
             if key in DEFAULTS and value == DEFAULTS[key]:
                 continue

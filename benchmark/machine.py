@@ -128,3 +128,16 @@ def header() -> str:
     threads = ", ".join(f"{k}={v}" for k, v in cpu["threads"].items()) or "library defaults"
     return (f"CPU: {cpu['model']}, {cpu['cores']} cores; vector extensions: {flags}; "
             f"threads: {threads}")
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (interpreter start-up and imports included), from
+    /proc (10 ms resolution); None where /proc is not there."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            now = float(uptime.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, now - started / os.sysconf("SC_CLK_TCK"))

@@ -178,12 +178,14 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
           resumed_from: int | None = None, train_seconds: float | None = None,
           wall_seconds: float | None = None, fingerprint: str | None = None,
           suite_version: str | None = None, eval_seconds: float | None = None,
-          machine: dict | None = None) -> pathlib.Path:
+          machine: dict | None = None, timings: dict | None = None) -> pathlib.Path:
     """Writes arrays.npz, then results.json (schema version 2) into `run_dir`, each to a
     temporary name renamed on success; returns the results.json path. scores: the runner's
     nested {metric: {score: value}} ('health' among them). eval_seconds: the metrics' time,
     their sample's drawing and encoding included (None: not measured). machine: the CPU
-    and the run's load (benchmark.machine.run_record; None: not recorded)."""
+    and the run's load (benchmark.machine.run_record; None: not recorded). timings: where
+    the run's time went outside the steps, {name: seconds} (benchmark/run.py; None: not
+    recorded)."""
     run_dir = pathlib.Path(run_dir)
     scalars, arrays, errors, other = flatten_scores(scores, final_losses)
     payload = {"schema_version": SCHEMA_VERSION, "model": model, "seed": seed,
@@ -193,7 +195,7 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
                "errors": errors, "metric_settings": metric_settings,
                "settings": settings, "steps": steps, "resumed_from": resumed_from,
                "train_seconds": train_seconds, "eval_seconds": eval_seconds,
-               "wall_seconds": wall_seconds, "machine": machine,
+               "wall_seconds": wall_seconds, "machine": machine, "timings": timings,
                "gin_config": gin_config, "fingerprint": fingerprint,
                "suite_version": suite_version}
     if other:

@@ -52,7 +52,7 @@ from benchmark import metrics as metrics_lib
 from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.atomic import atomic_path, temporaries_of, write_json
-from benchmark.data import load_data, pipeline
+from benchmark.data import load_data, materialize, pipeline
 from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.lock import LOCK_NAME, directory_lock
 from benchmark.metrics import codes as codes_lib
@@ -400,6 +400,10 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     except ValueError as error:
         raise RunError(f"metric settings: {error}") from None
     try:
+        serving = materialize.materialize_settings()
+    except ValueError as error:
+        raise RunError(str(error)) from None
+    try:
         ident = fingerprint_lib.identity(gin.config_str())
     except ValueError as error:         # an artefact that is not there
         raise RunError(str(error)) from None
@@ -420,14 +424,35 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
         if settings["start_from"]:
             start_from_run(output_dir, pathlib.Path(settings["start_from"]), ident,
                            settings["steps"])
+        described = data.describe()
+        data = served_data(data, model, settings, ident, serving)
         try:
-            return _train_and_evaluate(model, data, data.describe(), settings, ident,
+            return _train_and_evaluate(model, data, described, settings, ident,
                                        output_dir, threads)
         except KeyboardInterrupt:
             latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
             raise RunInterrupted(
                 f"interrupted: the last checkpoint is {latest or 'none yet'}; rerun the same "
                 "command to resume from it") from None
+
+
+#: images each training example reads, by the model's input kind
+IMAGES_PER_EXAMPLE = {"images": 1, "pairs": 2, "pairs_with_negatives": 3}
+
+
+def served_data(data, model, settings: dict, ident: dict, serving: dict):
+    """`data` materialised for this run (benchmark/data/materialize.py; the same images,
+    computed once): in memory, from the disk cache named by the data's content identity,
+    or rendered per batch, as `serving` (materialize_settings()) and the run's length say."""
+    content = {"bindings": {k: v for k, v in ident["bindings"].items()
+                            if k.split("/")[-1].startswith("data.")},
+               "describe": {k: v for k, v in data.describe().items()
+                            if k not in ("artefact", "artefact_warnings")}}
+    per_example = IMAGES_PER_EXAMPLE.get(getattr(model, "input_kind", "images"), 1)
+    images_read = settings["steps"] * settings["batch_size"] * per_example
+    return materialize.materialize(data, content, images_read, serving["mode"],
+                                   serving["max_memory_bytes"], serving["cache_dir"],
+                                   per_example)
 
 
 #: where a run that started from another run's checkpoint (run.start_from) started
@@ -584,6 +609,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             return sheet
 
     start = time.perf_counter()
+    setup_seconds = machine.process_age()
     load = machine.LoadMeter().start()
     _claim(output_dir, "checkpoints", "tb")
     curve_point, curve_seconds = None, []
@@ -612,6 +638,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     eval_seconds = time.perf_counter() - start_eval
     logging.info("evaluation: %.1f s, %.0f %% of training's %.1f s", eval_seconds,
                  100 * eval_seconds / max(training["seconds"], 1e-9), training["seconds"])
+    start_after = time.perf_counter()
     scores["health"] = model_health(model, health_images, data.num_factors)
     if settings["figures"] and hasattr(model, "decode_images"):
         _claim(output_dir, "reconstructions.png", "traversals.png")
@@ -622,6 +649,11 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             scores["health"].get("mean_posterior_variance"),
             input_label=figures.input_label(described))
     _claim(output_dir, results_lib.ARRAYS, results_lib.FILE_NAME)
+    # Where the time went besides the steps: the fixed costs of a run (docs/training.md).
+    timings = {"setup_seconds": setup_seconds,          # process start to the first batch
+               "first_step_seconds": training["first_step_seconds"],   # stream + tracing
+               "curve_seconds": sum(curve_seconds), "eval_seconds": eval_seconds,
+               "health_and_figures_seconds": time.perf_counter() - start_after}
     results_lib.write(
         output_dir, model=model.name, seed=settings["seed"], dataset=described,
         scores=scores, final_losses=training["final_terms"], gin_config=gin.config_str(),
@@ -631,7 +663,8 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         train_seconds=training["seconds"], eval_seconds=eval_seconds,
         wall_seconds=time.perf_counter() - start,
         machine=machine.run_record(load.read(), threads),
-        fingerprint=ident["fingerprint"], suite_version=ident["suite_version"])
+        fingerprint=ident["fingerprint"], suite_version=ident["suite_version"],
+        timings=timings)
     return output_dir
 
 

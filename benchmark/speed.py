@@ -17,6 +17,18 @@
         of factors): after 3 warm-up steps, `repeats` timings of `train_steps` steps, each
         on different batches; prints the min and the median over repeats.
 
+    python -m benchmark.speed e2e [--model=beta_vae,slowvae,pcl]
+            [--variants=original,noisy,wave,modified,shapes3d] [--e2e_steps=300]
+            [--materialize=auto|memory|disk|off]
+        per model kind (single images, pairs, triplets) x variant, milliseconds per step of
+        the pure compiled step (pre-made batches, as `train`) and of the runner's loop
+        (benchmark.run's stream, materialised as a run materialises it, and
+        benchmark/train.py's loop: data, step, terms read back, one checkpoint), back to
+        back in one process, their ratio, and the loop's first step (stream start and
+        tracing). The dSprites variants are the 3-factor ellipse's (6,144 images;
+        'modified' is the published results/perturbations/dsprites_ellipse3_diagonal),
+        'shapes3d' the full procedural Shapes3D (480,000 images).
+
 Every command first prints the CPU model, its vector extensions and thread settings, and
 after each measurement how busy the machine was with other work (benchmark/machine.py);
 --out=FILE.json keeps all of it with the numbers.
@@ -24,6 +36,7 @@ after each measurement how busy the machine was with other work (benchmark/machi
 
 from __future__ import annotations
 
+import pathlib
 import time
 
 import numpy as np
@@ -61,6 +74,13 @@ def define_flags() -> None:
     flags.DEFINE_boolean("xla", False, "Compile the training step with XLA.")
     flags.DEFINE_multi_string("gin_bindings", [], "Gin bindings for the metrics, e.g. "
                               "\"dci.classifier = 'hist_gbt'\".")
+    flags.DEFINE_list("variants", list(E2E_VARIANTS), "Variants of benchmark.speed e2e: "
+                      f"{', '.join(E2E_VARIANTS)}.")
+    flags.DEFINE_enum("materialize", "auto", ["auto", "memory", "disk", "off"],
+                      "How benchmark.speed e2e serves the images (materialize.mode; 'off': "
+                      "rendered per batch, as runs did before materialisation).")
+    flags.DEFINE_integer("e2e_steps", 300, "Timed steps of each measurement of benchmark.speed "
+                         "e2e (after 3 warm-up steps for the pure step).")
     flags.DEFINE_integer("whole_limit", None, "Render only this many images of the 'whole "
                          "dataset' pass (default: all of them).")
 
@@ -248,7 +268,92 @@ def speed_train() -> list[dict]:
     return rows
 
 
-COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train}
+#: the variants of benchmark.speed e2e: data.* bindings (dSprites: the 3-factor ellipse)
+ELLIPSE3 = {"orientation": 0, "shape": 1}
+E2E_VARIANTS = {
+    "original": dict(name="dsprites", fixed_factors=ELLIPSE3),
+    "noisy": dict(name="dsprites", fixed_factors=ELLIPSE3, variant="noisy", eps=0.07017),
+    "wave": dict(name="dsprites", fixed_factors=ELLIPSE3, variant="wave"),
+    "modified": dict(name="dsprites", fixed_factors=ELLIPSE3, variant="modified",
+                     artefact="results/perturbations/dsprites_ellipse3_diagonal"),
+    "shapes3d": dict(name="shapes3d"),
+}
+E2E_MODELS = ("beta_vae", "slowvae", "pcl")
+
+
+def _e2e_data(variant: str):
+    from benchmark.data import load_data
+    from perturbations.artefact import load_variant
+    if variant not in E2E_VARIANTS:
+        raise app.UsageError(f"--variants: expected names among {', '.join(E2E_VARIANTS)}, "
+                             f"found {variant!r}")
+    settings = dict(E2E_VARIANTS[variant])
+    if "artefact" in settings:
+        from benchmark.config import GIN_SEARCH_PATH
+        settings["artefact"] = str(GIN_SEARCH_PATH.parent / settings["artefact"])
+    return load_data(source="procedural", artefact_loader=load_variant, **settings)
+
+
+def speed_e2e() -> list[dict]:
+    import tempfile
+
+    import gin
+    import keras
+    import tensorflow as tf
+
+    import benchmark.data.dsprites  # noqa: F401  (their gin configurables are registered
+    import benchmark.data.shapes3d  # noqa: F401   before a model config locks gin)
+    from benchmark import run as run_lib
+    from benchmark import train as train_lib
+    from benchmark.config import GIN_SEARCH_PATH
+    from benchmark.data import materialize
+    from models.configurables import configured_model
+    steps = max(FLAGS.e2e_steps, 10)
+    rows = []
+    for variant in FLAGS.variants:
+        base = _e2e_data(variant)
+        for method in FLAGS.model or E2E_MODELS:
+            keras.utils.set_random_seed(0)
+            model = _speed_model(method, base, configured_model, GIN_SEARCH_PATH, gin)
+            kind = model.input_kind
+            settings = {"batch_size": FLAGS.batch_size, "seed": 0, "pair_rate": 6.0,
+                        "steps": 3000}
+            started = time.perf_counter()
+            per_example = run_lib.IMAGES_PER_EXAMPLE[kind]
+            data = materialize.materialize(
+                base, {"speed": variant}, 3000 * FLAGS.batch_size * per_example,
+                mode=FLAGS.materialize, images_per_example=per_example,
+                cache_dir=str(pathlib.Path(tempfile.gettempdir()) / "benchmark-speed-cache"))
+            materialise_seconds = time.perf_counter() - started
+            store = getattr(data, "store", "off")
+            batches = _train_batches(data, kind, 32)
+            step = tf.function(lambda b, i: model.train_step(b, i, tf.stack(
+                [tf.constant(0, tf.int64), i])))
+            for i in range(3):
+                step(batches[i], tf.constant(i, tf.int64))
+            with machine.LoadMeter() as load:
+                pure = time_steps(step, batches, 1, steps)[0]
+                with tempfile.TemporaryDirectory() as workdir:
+                    trained = train_lib.train(
+                        model, lambda first: run_lib.make_stream(model, data, settings, first),
+                        steps, workdir, 0, checkpoint_every=10**9, log_every=10**9,
+                        progress=False)
+            loop = (trained["seconds"] - trained["first_step_seconds"]) / (steps - 1)
+            print(f"{method:10s} {kind:20s} {variant:9s} ({store:6s} {materialise_seconds:5.1f} s)"
+                  f"  pure {pure * 1000:6.1f} ms/step  loop {loop * 1000:6.1f} ms/step  "
+                  f"ratio {loop / pure:5.2f}  first step {trained['first_step_seconds']:5.1f} s"
+                  f"   ({machine.describe_load(load.result)})", flush=True)
+            rows.append({"model": method, "input_kind": kind, "variant": variant,
+                         "store": store, "materialise_seconds": materialise_seconds,
+                         "pure_ms": 1000 * pure, "loop_ms": 1000 * loop,
+                         "ratio": loop / pure,
+                         "first_step_seconds": trained["first_step_seconds"],
+                         "steps": steps, "load": load.result})
+    return rows
+
+
+COMMANDS = {"data": speed_data, "metrics": speed_metrics, "train": speed_train,
+            "e2e": speed_e2e}
 
 
 @cli_main

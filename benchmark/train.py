@@ -96,7 +96,9 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     on_checkpoint(step) -> None or {name: float}, called after each checkpoint is saved
     (e.g. the runner's learning curves, run.eval_every); the values go to TensorBoard
     under 'eval/<name>'.
-    Returns {'steps', 'resumed_from', 'seconds', 'final_terms': {name: float}}: the terms
+    Returns {'steps', 'resumed_from', 'seconds', 'first_step_seconds', 'final_terms':
+    {name: float}}: seconds from the start of the loop to the end of its first step (the
+    stream's start and the step's tracing: a fixed cost; 0 when no step ran), and the terms
     of the last step, also when that step was trained before a resume (read from the
     checkpoint; {} only for a checkpoint written before terms were stored).
     """
@@ -125,6 +127,7 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     # The terms of the checkpointed step: what a run resumed at its last step reports.
     terms: dict[str, float] = json.loads(saved_terms.numpy().decode())
     start = time.perf_counter()
+    first_step_seconds = 0.0
     last_log, last_log_step = start, resumed_from
     iterator = iter(make_stream(resumed_from))
     try:
@@ -144,6 +147,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
                 raise TrainingDiverged(f"step {current}: {reason}; the last checkpoint is "
                                        f"{manager.latest_checkpoint or 'none'}")
             step.assign(current + 1)
+            if current == resumed_from:
+                first_step_seconds = time.perf_counter() - start
             bar.update(1)
             if (current + 1) % log_every == 0 or current + 1 == num_steps:
                 now = time.perf_counter()
@@ -180,7 +185,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     with storage_errors(workdir / "tb"):
         writer.flush()
     return {"steps": int(step), "resumed_from": resumed_from,
-            "seconds": time.perf_counter() - start, "final_terms": terms}
+            "seconds": time.perf_counter() - start, "first_step_seconds": first_step_seconds,
+            "final_terms": terms}
 
 
 def _batch_size(batch) -> int:
