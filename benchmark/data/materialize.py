@@ -8,26 +8,26 @@ ellipse (6,144 images) a batch of 64 of a manipulation artefact's 'modified' var
 (AMD EPYC, 2 cores). `materialize` computes every image of the grid once, in chunks, and
 serves a batch as an index lookup, on one of two stores:
 
-- memory: the images when they fit `max_memory_bytes` (the ellipses: 4-100 MB);
+- memory: the images when they fit `max_memory_bytes` (the ellipses: 4-101 MB);
 - disk: a memory-mapped `.npy` under `cache_dir`, for grids too large for memory (full
   dSprites 2.9 GB, Shapes3D 5.9 GB as grey levels), built only when the run will read at
   least as many images as the grid holds and rendering would cost a step a share of its
-  time (`choose_store`), or when asked.
+  time (`choose_store`), or when asked. It is named and headed by `key`, the content
+  identity of the data (the run's content-named `data.*` bindings: an artefact by the
+  SHA-256 of its metadata, an official file by its own): a cache is used only when its
+  header holds this key and shape, the array its recorded dtype, every chunk's SHA-256
+  matches the header, and `SPOT_CHECK` images drawn at random re-render bit for bit equal
+  (a renderer changed under the same key); otherwise it is rebuilt. It is written to a
+  temporary name and renamed, its header last, under a file lock that a second process
+  waits on.
 
 Images are stored as grey levels (uint8, served as `level * float32(1/255)`) when every
 image comes back bit for bit so (the originals, which the suite renders through uint8,
 as the official files store them), else as float32 (the perturbed variants).
-  It is named and headed by `key`, the content identity of the data (the run's content-
-  named `data.*` bindings: an artefact by the SHA-256 of its metadata, an official file by
-  its own): a cache is used only when its header holds this key, shape and dtype, every
-  chunk's SHA-256 matches the header, and `SPOT_CHECK` images drawn at random re-render bit
-  for bit equal (a renderer changed under the same key); otherwise it is rebuilt. It is
-  written to a temporary name and renamed, its header last, under a file lock that a
-  second process waits on.
 
 Chunked computation gives the same bits as per-batch rendering (every variant is
 elementwise in numpy, and m(w)'s network gives each row the same value whatever the batch:
-tests/benchmark_data/test_materialize.py checks it on every variant), so a run's batches and
+tests/data/test_materialize.py checks it on every variant), so a run's batches and
 numbers do not change.
 """
 
@@ -307,11 +307,12 @@ def materialize_settings(mode: str = "auto", max_memory_bytes: int = 2**30,
 
 
 #: rendering is left to per-batch rendering (the prefetch thread hides it) when a step's
-#: images render in less than this (ms), ~10 % of a 45-60 ms step on the 2-core AMD EPYC:
-#: `python -m benchmark.speed e2e` measured loop / step 1.06 for procedural Shapes3D at
-#: ~3 ms a step (single images) and 1.14 at ~9 ms (PCL's triplets), 1.53-1.95 for a
-#: manipulation artefact's m(w) at 23-70 ms (docs/training.md)
-DEAR_STEP_MS = 5.0
+#: images render in less than this (ms), ~20 % of a 45-60 ms step on the 2-core AMD EPYC.
+#: `python -m benchmark.speed e2e` measured loop / step 1.00-1.14 for procedural Shapes3D
+#: rendered per batch (~2-3 ms a batch of 64; PCL's triplets) and 1.09 from its disk
+#: cache, but 1.53-1.95 for a manipulation artefact's m(w) at 23 ms a batch
+#: (docs/training.md)
+DEAR_STEP_MS = 10.0
 
 
 def physical_memory_bytes() -> int | None:
