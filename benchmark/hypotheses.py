@@ -40,6 +40,13 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
     margin    equivalence or non-inferiority margin in the metric's units, or instead
     margin_of (equivalence only) a model whose observed drop (same dataset, variant,
               metric) times margin_fraction (default 0.5) is the margin
+    floor     a validity gate: the model whose runs on the original data are the floor (the
+              AE); the hypothesis is tested only when the tested model's original arm is
+              above it (one-sided Welch at the hypothesis' alpha, unadjusted), else its
+              outcome is 'untestable at this scale' (a model at the floor has nothing to
+              lose, so neither a drop nor its absence says anything); not for 'greater'
+    margin_headroom (non-inferiority, equivalence; needs floor) the margin as this
+              fraction of the headroom, mean(model, original) − mean(floor, original)
     claim     the sentence shown (default: written from the fields)
 """
 
@@ -57,13 +64,13 @@ TESTS = {
     "drop_difference": "one-sided Welch of {versus} against {variant}; alternative: "
                        "drop({variant}) > drop({versus})",
     "noninferiority": "one-sided Welch of {versus} against {variant} at the margin; "
-                      "alternative: drop({variant}) − drop({versus}) < {margin:g}",
+                      "alternative: drop({variant}) − drop({versus}) < {margin_shown}",
     "greater": "one-sided Welch; alternative: mean({model}{setting_shown}) − "
                "mean({versus_model}{versus_setting_shown}) > 0 on {variant} data",
 }
 FIELDS = {"id", "test", "model", "dataset", "variant", "versus", "setting", "metric", "alpha",
           "family", "margin", "margin_of", "margin_fraction", "claim", "versus_model",
-          "versus_setting"}
+          "versus_setting", "floor", "margin_headroom"}
 
 
 def normalise(hypotheses) -> list[dict]:
@@ -100,15 +107,37 @@ def normalise(hypotheses) -> list[dict]:
         if alphas.setdefault(h["family"], h["alpha"]) != h["alpha"]:
             raise ValueError(f"{where}: family {h['family']!r} mixes alpha "
                              f"{alphas[h['family']]} and {h['alpha']}; use one per family")
-        if h["test"] == "noninferiority" and ("margin" not in h or "margin_of" in h):
+        if "floor" in h:
+            if h["test"] == "greater":
+                raise ValueError(f"{where}: a 'greater' test is itself a comparison with "
+                                 "another method; 'floor' belongs to the drop tests")
+            if not isinstance(h["floor"], str) or not h["floor"] or h["floor"] == h["model"]:
+                raise ValueError(f"{where}: floor must name another model of the study "
+                                 f"(e.g. 'ae'), found {h['floor']!r}")
+        if "margin_headroom" in h:
+            if h["test"] not in ("noninferiority", "equivalence") or "floor" not in h:
+                raise ValueError(f"{where}: 'margin_headroom' sets the margin of a "
+                                 "non-inferiority or equivalence test from the headroom "
+                                 "above its 'floor', which it needs")
+            if "margin" in h or "margin_of" in h:
+                raise ValueError(f"{where}: give one of 'margin', 'margin_of' or "
+                                 "'margin_headroom'")
+            fraction = h["margin_headroom"]
+            if (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
+                    or not 0 < fraction <= 1):
+                raise ValueError(f"{where}: margin_headroom must be a fraction in (0, 1], "
+                                 f"found {fraction!r}")
+            h["margin_headroom"] = float(fraction)
+        if (h["test"] == "noninferiority" and "margin_headroom" not in h
+                and ("margin" not in h or "margin_of" in h)):
             raise ValueError(f"{where}: a non-inferiority test needs 'margin' (a number in "
-                             "the metric's units), not 'margin_of'")
-        if h["test"] == "noninferiority":
+                             "the metric's units) or 'margin_headroom', not 'margin_of'")
+        if h["test"] == "noninferiority" and "margin" in h:
             if not isinstance(h["margin"], (int, float)) or not h["margin"] > 0:
                 raise ValueError(f"{where}: margin must be a number > 0, found "
                                  f"{h['margin']!r}")
             h["margin"] = float(h["margin"])
-        if h["test"] == "equivalence":
+        if h["test"] == "equivalence" and "margin_headroom" not in h:
             if ("margin" in h) == ("margin_of" in h):
                 raise ValueError(f"{where}: an equivalence test needs exactly one of "
                                  "'margin' (a number) or 'margin_of' (a model)")
@@ -138,7 +167,7 @@ def check_grid(hypotheses: list[dict], models, datasets, variants, model_variant
                     else [h["variant"]] if h["test"] == "greater"
                     else ["original", h["variant"]])
         needs = {"model": [h["model"], h.get("margin_of", h["model"]),
-                           h.get("versus_model", h["model"])],
+                           h.get("versus_model", h["model"]), h.get("floor", h["model"])],
                  "dataset": [h["dataset"]], "variant": [v.split("@")[0] for v in compared]}
         for field, wanted in needs.items():
             missing = [w for w in dict.fromkeys(wanted) if w not in grid[field]]
@@ -147,10 +176,17 @@ def check_grid(hypotheses: list[dict], models, datasets, variants, model_variant
                                  f"the study's grid ({sorted(grid[field])})")
         for model in dict.fromkeys(needs["model"]):
             trained = {v.split("@")[0] for v in (model_variants or {}).get(model, variants)}
-            missing = [v for v in dict.fromkeys(needs["variant"]) if v not in trained]
+            wanted = ["original"] if model == h.get("floor") else needs["variant"]
+            missing = [v for v in dict.fromkeys(wanted) if v not in trained]
             if missing:
                 raise ValueError(f"study.hypotheses {h['id']}: model {model!r} is not trained "
                                  f"on {missing} (study.model_variants: {sorted(trained)})")
+
+
+def _margin_shown(h: dict) -> str:
+    if "margin_headroom" in h:
+        return f"{h['margin_headroom']:g} of the headroom above {h['floor']}"
+    return f"{h['margin']:g}" if "margin" in h else "margin"
 
 
 def _claim(h: dict) -> str:
@@ -165,8 +201,8 @@ def _claim(h: dict) -> str:
         versus = h["versus_model"] + (f" ({h['versus_setting']})" if h["versus_setting"] else "")
         return f"{subject} is higher than {versus}'s on {h['variant']} data"
     if h["test"] == "noninferiority":
-        return (f"{subject} drops on {h['variant']} data by less than {h['margin']:g} more "
-                f"than on {h['versus']} data")
+        return (f"{subject} drops on {h['variant']} data by less than {_margin_shown(h)} "
+                f"more than on {h['versus']} data")
     return f"{subject} drops more on {h['variant']} than on {h['versus']} data"
 
 
@@ -181,18 +217,28 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
     (seeds of each group, e.g. '5 / 6'), 'p', 'p_holm' (Holm over every hypothesis
     registered in the family: one that cannot be tested counts as p = 1, so an arm that
     failed does not make the others' correction milder; None for it) and 'outcome'
-    ('supported', 'not supported' or 'not testable: <why>').
+    ('supported', 'not supported', 'untestable at this scale: <why>' when its floor gate
+    fails, or 'not testable: <why>'); with a floor also 'floor_estimate' (the model's
+    original mean minus the floor's) and 'floor_p' (the gate's one-sided p).
     values(model, dataset, variant, setting, metric) -> list of kept runs' scores."""
     rows = []
     for h in hypotheses:
         shown = {f"{key}_shown": f" ({h[key]})" if h.get(key) else ""
                  for key in ("setting", "versus_setting")}
+        shown["margin_shown"] = _margin_shown(h)
         row = {**h, "test_name": TESTS[h["test"]].format(**h, **shown),
                "margin": (h.get("margin") if h["test"] in ("noninferiority", "equivalence")
                           else None),
                "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}
         try:
+            if h.get("floor"):
+                gate, below = _floor_gate(h, values)
+                row.update(gate)
+                if below:
+                    raise _BelowFloor(below)
             row.update(_test(h, values))
+        except _BelowFloor as why:
+            row["outcome"] = f"untestable at this scale: {why}"
         except _Untestable as why:
             row["outcome"] = f"not testable: {why}"
         rows.append(row)
@@ -210,6 +256,31 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
 
 class _Untestable(Exception):
     """Too few runs, or no margin: the hypothesis cannot be tested on these results."""
+
+
+class _BelowFloor(Exception):
+    """The tested model's original arm is not above its floor: nothing to lose."""
+
+
+def _floor_gate(h: dict, values) -> tuple[dict, str | None]:
+    """The validity gate of a hypothesis with a floor: ({'floor_estimate', 'floor_p'},
+    None) when the model's original arm is above the floor's (one-sided Welch at the
+    hypothesis' alpha), else the same and why it is not (both means and p)."""
+    model = _group(values, h, h["model"], "original")
+    floor = _group(values, h, h["floor"], "original", "")
+    gate = stats.drop_test(model, floor)            # mean(model) − mean(floor) > 0
+    found = {"floor_estimate": gate["drop"], "floor_p": gate["p_drop"]}
+    if gate["p_drop"] < h["alpha"]:
+        return found, None
+    return found, (f"{h['model']} {h['metric']} on original {sum(model) / len(model):.3f} "
+                   f"is not above the {h['floor']} floor {sum(floor) / len(floor):.3f} "
+                   f"(one-sided Welch p {gate['p_drop']:.3g}, alpha {h['alpha']:g})")
+
+
+def _headroom_margin(h: dict, values) -> float:
+    model = _group(values, h, h["model"], "original")
+    floor = _group(values, h, h["floor"], "original", "")
+    return h["margin_headroom"] * (sum(model) / len(model) - sum(floor) / len(floor))
 
 
 def _group(values, h: dict, model: str, variant: str, setting: str | None = None) -> list:
@@ -239,9 +310,11 @@ def _test(h: dict, values) -> dict:
                 "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
     if h["test"] == "noninferiority":
         versus = _group(values, h, h["model"], h["versus"])
-        result = stats.welch(versus, variant, "less", null=float(h["margin"]))
+        margin = (_headroom_margin(h, values) if "margin_headroom" in h
+                  else float(h["margin"]))
+        result = stats.welch(versus, variant, "less", null=margin)
         low, high = stats.welch_ci(versus, variant, 1 - 2 * h["alpha"])
-        return {"margin": float(h["margin"]), "estimate": result["diff"], "ci_low": low,
+        return {"margin": margin, "estimate": result["diff"], "ci_low": low,
                 "ci_high": high, "n": f"{len(variant)} / {len(versus)}", "p": result["p"]}
     original = _group(values, h, h["model"], "original")
     if h["test"] == "drop":
@@ -250,7 +323,8 @@ def _test(h: dict, values) -> dict:
         return {"estimate": drop["drop"], "ci_low": low, "ci_high": high,
                 "n": f"{len(original)} / {len(variant)}", "p": drop["p_drop"]}
     if h["test"] == "equivalence":
-        margin = h.get("margin")
+        margin = (_headroom_margin(h, values) if "margin_headroom" in h
+                  else h.get("margin"))
         if margin is None:
             reference = stats.drop_test(_group(values, h, h["margin_of"], "original"),
                                         _group(values, h, h["margin_of"], h["variant"]))

@@ -203,3 +203,71 @@ def test_noninferiority_bounds_the_extra_drop_against_scipy():
         with pytest.raises(ValueError, match=message):
             hypotheses.normalise([{"id": "N", "test": "noninferiority", "model": "m",
                                    "dataset": "d", **bad}])
+
+
+FLOORED = {("beta_vae", "original"): [0.10, 0.12, 0.08, 0.11],     # at the AE's level
+           ("beta_vae", "modified"): [0.02, 0.03, 0.01, 0.02],
+           ("beta_vae", "noisy"): [0.09, 0.10, 0.08, 0.11],
+           ("pcl", "original"): [0.50, 0.52, 0.48, 0.51],
+           ("pcl", "modified"): [0.49, 0.51, 0.50, 0.50],
+           ("ae", "original"): [0.11, 0.09, 0.12, 0.10]}
+
+
+def _floored(model, dataset, variant, setting, metric):
+    return FLOORED.get((model, variant), [])
+
+
+def test_a_model_at_its_floor_is_untestable_never_supported_or_not():
+    declared = hypotheses.normalise([
+        {"id": "D", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+         "floor": "ae"},
+        {"id": "X", "test": "drop_difference", "model": "beta_vae", "dataset": "dsprites",
+         "floor": "ae"},
+        {"id": "E", "test": "equivalence", "model": "pcl", "dataset": "dsprites",
+         "floor": "ae", "margin_headroom": 0.3},
+        {"id": "N", "test": "noninferiority", "model": "pcl", "dataset": "dsprites",
+         "versus": "original", "floor": "ae", "margin_headroom": 0.3},
+        {"id": "P", "test": "drop", "model": "beta_vae", "dataset": "dsprites"}])
+    rows = {r["id"]: r for r in hypotheses.evaluate(declared, _floored)}
+    # beta_vae's drop is large (p < 0.001 ungated) but it has nothing to lose: untestable
+    assert rows["P"]["outcome"] == "supported"
+    for key in ("D", "X"):
+        assert rows[key]["outcome"].startswith("untestable at this scale: beta_vae MIG on "
+                                               "original 0.102 is not above the ae floor "
+                                               "0.105"), rows[key]["outcome"]
+        assert rows[key]["p"] is None and rows[key]["p_holm"] is None
+    floor_p = sp.ttest_ind(FLOORED[("beta_vae", "original")], FLOORED[("ae", "original")],
+                           equal_var=False, alternative="greater").pvalue
+    assert rows["D"]["floor_p"] == pytest.approx(floor_p) and floor_p > 0.5
+    # PCL is far above the floor: tested, with its margin from the headroom (0.3 x 0.398)
+    headroom = np.mean(FLOORED[("pcl", "original")]) - np.mean(FLOORED[("ae", "original")])
+    assert rows["E"]["margin"] == pytest.approx(0.3 * headroom)
+    assert rows["E"]["outcome"] == "supported" and rows["E"]["floor_p"] < 1e-4
+    assert rows["N"]["margin"] == pytest.approx(0.3 * headroom)
+    assert "0.3 of the headroom above ae" in rows["N"]["test_name"]
+    # Holm over the family: the two untestable hypotheses count as p = 1
+    assert rows["E"]["p_holm"] == pytest.approx(stats.holm(
+        [1.0, 1.0, rows["E"]["p"], rows["N"]["p"], rows["P"]["p"]])[2])
+
+
+def test_floor_fields_are_checked_before_a_study_runs():
+    bad = [({"floor": "ae", "test": "greater", "versus_model": "ae"}, "belongs to the drop"),
+           ({"floor": "beta_vae"}, "floor must name another model"),
+           ({"floor": ""}, "floor must name another model"),
+           ({"margin_headroom": 0.3}, "which it needs"),
+           ({"test": "equivalence", "floor": "ae", "margin_headroom": 1.5}, r"in \(0, 1\]"),
+           ({"test": "equivalence", "floor": "ae", "margin_headroom": 0.3, "margin": 0.1},
+            "give one of")]
+    for extra, message in bad:
+        h = {"id": "H", "test": "drop", "model": "beta_vae", "dataset": "d", **extra}
+        with pytest.raises(ValueError, match=message):
+            hypotheses.normalise([h])
+    h = hypotheses.normalise([{"id": "H", "test": "drop", "model": "beta_vae",
+                               "dataset": "d", "floor": "ae"}])
+    with pytest.raises(ValueError, match=r"model \['ae'\] is not in the study's grid"):
+        hypotheses.check_grid(h, ["beta_vae"], ["d"], ["original", "modified"])
+    with pytest.raises(ValueError, match=r"model 'ae' is not trained on \['original'\]"):
+        hypotheses.check_grid(h, ["beta_vae", "ae"], ["d"], ["original", "modified"],
+                              {"ae": ["modified"]})
+    hypotheses.check_grid(h, ["beta_vae", "ae"], ["d"], ["original", "modified"],
+                          {"ae": ["original"]})

@@ -69,3 +69,19 @@ def test_the_train_benchmark_runs_as_a_user_calls_it(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     text = out.read_text()
     assert '"ae"' in text and machine.cpu_description()["model"] in text
+
+
+@pytest.mark.slow
+def test_the_end_to_end_benchmark_runs_as_a_user_calls_it(tmp_path):
+    """A tiny `benchmark.speed e2e` as a subprocess: the pure step and the runner's loop of
+    a pair model on a materialised variant (no timing asserted)."""
+    import json
+    out = tmp_path / "e2e.json"
+    result = python_m("benchmark.speed", "e2e", "--model=slowvae", "--variants=wave",
+                      "--e2e_steps=10", f"--out={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["input_kind"] == "pairs" and row["store"] == "memory" and row["steps"] == 10
+    assert row["pure_ms"] > 0 and row["loop_ms"] > 0 and row["first_step_seconds"] > 0
+    bad = python_m("benchmark.speed", "e2e", "--variants=wavy", f"--out={out}")
+    assert bad.returncode == 2 and "expected names among original, noisy, wave" in bad.stderr
