@@ -1,5 +1,5 @@
 """python -m benchmark.audit --gin_file=my_method.gin [--name=NAME] [--seeds=0,1,2,3,4]
-[--strengths=0.05,0.1,0.2] [--reference=results/geometry_cpu] [--output_dir=results/audit_NAME]
+[--strengths=0.05,0.1,0.2] [--reference=results/geometry_cpu] [--output_dir=runs/audit_NAME]
 [--alpha=0.05] [--margin_fraction=0.5] [--dry_run]
 python -m benchmark.audit export --out=DIR [--reference=...] [--seeds=...] [--strengths=...]
 python -m benchmark.audit score --export=DIR --name=NAME [--output_dir=...]
@@ -111,7 +111,8 @@ def define_flags() -> None:
                         "the manifest and (by you) the codes into.")
     flags.DEFINE_string("export", None, "score: the directory `export` wrote, with the "
                         "codes files written into it.")
-    flags.DEFINE_string("output_dir", None, "Audit directory (default results/audit_<name>).")
+    flags.DEFINE_string("output_dir", None, "Audit directory (default runs/audit_<name>; "
+                        "publishing is an explicit copy into results/).")
     flags.DEFINE_integer("workers", 1, "Runs at a time.")
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
     flags.DEFINE_float("margin_fraction", MARGIN_FRACTION, "Equivalence margin of ROBUST, as "
@@ -916,7 +917,7 @@ def main(argv):
                                      "--name (the method's name)")
             alpha, fraction = FLAGS.alpha, FLAGS.margin_fraction
             path = external.score(
-                FLAGS.export, FLAGS.name, FLAGS.output_dir or f"results/audit_{FLAGS.name}",
+                FLAGS.export, FLAGS.name, FLAGS.output_dir or f"runs/audit_{FLAGS.name}",
                 _external_settings,
                 lambda *args: write_audit(*args, alpha, fraction, failed=[]))
             print(path.read_text().split("\n")[2])
@@ -926,7 +927,7 @@ def main(argv):
             raise app.UsageError("--gin_file is required")
         gin_path = pathlib.Path(FLAGS.gin_file)
         name = FLAGS.name or gin_path.stem
-        output_dir = FLAGS.output_dir or f"results/audit_{name}"
+        output_dir = FLAGS.output_dir or f"runs/audit_{name}"
         if FLAGS.dry_run:
             reference = reference_settings(FLAGS.reference)
             settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,

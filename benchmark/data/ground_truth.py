@@ -67,6 +67,16 @@ class GroundTruthData(abc.ABC):
     #: (benchmark/data/pairs.py) never change them
     categorical_factors: tuple[str, ...] = ()
 
+    def adopt_grid(self, base: "GroundTruthData") -> None:
+        """Takes `base`'s name, factors, sizes, values and image shape: for a dataset that
+        wraps another and keeps its grid (a variant, a materialised copy)."""
+        self.name = base.name
+        self.factor_names = base.factor_names
+        self.categorical_factors = base.categorical_factors
+        self.factor_sizes = base.factor_sizes
+        self.factor_values = base.factor_values
+        self.observation_shape = base.observation_shape
+
     @property
     def num_factors(self) -> int:
         return len(self.factor_sizes)

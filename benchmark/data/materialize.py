@@ -74,12 +74,7 @@ class MaterializedData(GroundTruthData):
         self.base = base
         self.images_array = images_array
         self.store = store
-        self.name = base.name
-        self.factor_names = base.factor_names
-        self.categorical_factors = base.categorical_factors
-        self.factor_sizes = base.factor_sizes
-        self.factor_values = base.factor_values
-        self.observation_shape = base.observation_shape
+        self.adopt_grid(base)
 
     def __getattr__(self, name):          # variant, eps, delta(), scalar()... of the base
         if name == "base":

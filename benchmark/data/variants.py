@@ -56,12 +56,7 @@ class AdditivePerturbation(GroundTruthData):
         self.eps = float(eps)
         self.variant = variant
         self.metadata = dict(metadata or {})
-        self.name = base.name
-        self.factor_names = base.factor_names
-        self.categorical_factors = base.categorical_factors
-        self.factor_sizes = base.factor_sizes
-        self.factor_values = base.factor_values
-        self.observation_shape = base.observation_shape
+        self.adopt_grid(base)
 
     def delta(self, factors) -> np.ndarray:
         """The validated perturbation float32 (n, *observation_shape) in [-1, 1]."""
