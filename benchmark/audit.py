@@ -904,11 +904,12 @@ def main(argv):
                              f"{FLAGS.alpha} and {FLAGS.margin_fraction}")
         strengths = (None if FLAGS.strengths is None
                      else [float(s) for s in FLAGS.strengths])
+        reference_dir = config.find_published(FLAGS.reference)
         if command == "export":
             if not FLAGS.out:
                 raise app.UsageError("export needs --out (the directory to write)")
-            reference, settings = _external_settings(FLAGS.reference, seeds, strengths)
-            print(external.export(FLAGS.reference, reference, settings, FLAGS.out,
+            reference, settings = _external_settings(reference_dir, seeds, strengths)
+            print(external.export(reference_dir, reference, settings, FLAGS.out,
                                   strengths))
             return
         if command == "score":
@@ -926,17 +927,21 @@ def main(argv):
         if not FLAGS.gin_file:
             raise app.UsageError("--gin_file is required")
         gin_path = pathlib.Path(FLAGS.gin_file)
+        if config.find_gin_file(FLAGS.gin_file) is None:     # before any plan or training
+            raise FileNotFoundError(f"--gin_file: expected a gin file, found none at "
+                                    f"{FLAGS.gin_file} (nor under {config.GIN_SEARCH_PATH})")
         name = FLAGS.name or gin_path.stem
         output_dir = FLAGS.output_dir or f"runs/audit_{name}"
         if FLAGS.dry_run:
-            reference = reference_settings(FLAGS.reference)
+            reference = reference_settings(reference_dir)
             settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,
                                       strengths)
-            print(plan(settings, report.load_runs(FLAGS.reference), FLAGS.workers)["text"])
+            print(plan(settings, report.load_runs(reference_dir), FLAGS.workers)["text"])
+            print(f"output directory: {output_dir}")
             for spec in study.expand(settings):
                 print(f"  {spec.name}")
             return
-        path = run_audit(str(gin_path), name, seeds, FLAGS.reference, output_dir,
+        path = run_audit(str(gin_path), name, seeds, reference_dir, output_dir,
                          FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction, strengths)
     print(path.read_text().split("\n")[2])
     print(path)

@@ -36,6 +36,25 @@ def _quiet_gin_lookups():
         root.removeFilter(quiet)
 
 
+def find_published(path: str) -> str:
+    """A path of the suite's own published files (`results/geometry_cpu`) as given when it
+    exists from here, else from the repository's root when it exists there (a command run
+    from a subdirectory), else as given (the reader then names it as missing)."""
+    if pathlib.Path(path).exists() or pathlib.Path(path).is_absolute():
+        return path
+    rooted = GIN_SEARCH_PATH.parent / path
+    return str(rooted) if rooted.exists() else path
+
+
+def find_gin_file(name: str) -> pathlib.Path | None:
+    """Where `name` is, as parse_config would find it (as given, else under gin_configs/);
+    None when it is in neither place."""
+    for path in (pathlib.Path(name), GIN_SEARCH_PATH / name):
+        if path.is_file():
+            return path
+    return None
+
+
 def parse_config(gin_files, gin_bindings) -> None:
     """Parses gin files and bindings; an unknown or misspelt binding fails here, before any
     work starts (a missing file too, with gin's error), and so does text gin cannot parse

@@ -512,3 +512,27 @@ def test_a_flagged_reference_artefact_is_named(tmp_path):
         f"modified ({art})"]
     assert audit.reference_artefact_warnings(reference, battery, "shapes3d") == {}
     assert audit.reference_artefact_warnings({"artefacts": {}}, battery, "dsprites") == {}
+
+
+@pytest.mark.slow
+def test_a_missing_gin_file_is_refused_before_any_plan_and_the_default_output_is_under_runs(
+        tmp_path):
+    """A missing --gin_file is one line and exit 2, also with --dry_run (which printed a
+    plan and exited 0); the audit's default directory is runs/audit_<name>, never results/."""
+    from tests.cli import python_m
+    missing = python_m("benchmark.audit", "--gin_file=examples/no_such_method.gin",
+                       "--dry_run")
+    assert missing.returncode == 2 and "audit plan" not in missing.stdout
+    assert missing.stderr.strip().splitlines()[-1] == (
+        "error: --gin_file: expected a gin file, found none at examples/no_such_method.gin "
+        f"(nor under {ROOT / 'gin_configs'})")
+    planned = python_m("benchmark.audit", "--gin_file=examples/sparse_vae.gin",
+                       "--seeds=0,1", "--dry_run", "--name=probe_default_dir")
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "audit plan" in planned.stdout
+    assert "output directory: runs/audit_probe_default_dir\n" in planned.stdout
+    # from a subdirectory: the default reference is the repository's published battery
+    below = python_m("benchmark.audit", f"--gin_file={ROOT / 'examples' / 'sparse_vae.gin'}",
+                     "--seeds=0,1", "--dry_run", cwd=ROOT / "docs")
+    assert below.returncode == 0, below.stderr[-2000:]
+    assert below.stdout.splitlines()[0] == planned.stdout.splitlines()[0]
