@@ -46,7 +46,7 @@ import numpy as np
 from absl import logging
 
 from benchmark.atomic import atomic_path, write_json
-from benchmark.data.ground_truth import GroundTruthData, as_factor_array
+from benchmark.data.ground_truth import GroundTruthData
 from benchmark.errors import ConfigError
 
 #: images computed at a time while materialising
@@ -82,7 +82,7 @@ class MaterializedData(GroundTruthData):
         return getattr(self.base, name)
 
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:
-        return self.images(self.index_of(as_factor_array(factors, self.factor_sizes)))
+        return self.images(self.index_of(factors))         # index_of validates them
 
     def images(self, indices) -> np.ndarray:
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -155,10 +155,11 @@ def compute_images(data: GroundTruthData, out: np.ndarray | None = None,
     return out
 
 
-def build_images(data: GroundTruthData, allocate) -> np.ndarray:
+def build_images(data: GroundTruthData, allocate, dtype=None) -> np.ndarray:
     """Every image of `data`, stored in `allocate(dtype)` (an array of the grid's shape):
-    grey levels where they are exactly, else float32."""
-    dtype = storage_dtype(data)
+    grey levels where they are exactly, else float32 (`dtype`: `storage_dtype(data)`,
+    computed when not given)."""
+    dtype = storage_dtype(data) if dtype is None else np.dtype(dtype)
     if dtype == np.uint8:
         try:
             return compute_images(data, allocate(dtype))
@@ -229,7 +230,8 @@ def _header_problem(header_path: pathlib.Path, array_path: pathlib.Path, key: st
     return None
 
 
-def open_disk_cache(data: GroundTruthData, cache_dir, content: dict) -> np.ndarray:
+def open_disk_cache(data: GroundTruthData, cache_dir, content: dict, dtype=None
+                    ) -> np.ndarray:
     """The read-only memmap of `data`'s images under `cache_dir`, built (or rebuilt) unless
     a valid one is there (module docstring: header, chunk digests, spot check)."""
     key = cache_key(content)
@@ -263,8 +265,8 @@ def open_disk_cache(data: GroundTruthData, cache_dir, content: dict) -> np.ndarr
         header_path.unlink(missing_ok=True)        # the header marks a finished cache
         start = time.perf_counter()
         with atomic_path(array_path, ".npy") as tmp:
-            out = build_images(data, lambda dtype: np.lib.format.open_memmap(
-                tmp, mode="w+", dtype=dtype, shape=shape))
+            out = build_images(data, lambda chosen: np.lib.format.open_memmap(
+                tmp, mode="w+", dtype=chosen, shape=shape), dtype)
             out.flush()
             digests, dtype = chunk_digests(out), out.dtype.name
             del out
@@ -364,16 +366,16 @@ def materialize(data: GroundTruthData, content: dict, images_read: int, mode: st
     """
     if mode == "off":
         return data
-    dtype = storage_dtype(data) if mode == "auto" else np.float32
+    dtype = storage_dtype(data)               # renders the first chunk once, for both uses
     store = choose_store(data, images_read, mode, max_memory_bytes, dtype, images_per_example)
     if store == "off":
         return data
     start = time.perf_counter()
     if store == "memory":
         shape = (data.num_images,) + tuple(data.observation_shape)
-        images = build_images(data, lambda dtype: np.empty(shape, dtype))
+        images = build_images(data, lambda chosen: np.empty(shape, chosen), dtype)
     else:
-        images = open_disk_cache(data, cache_dir, content)
+        images = open_disk_cache(data, cache_dir, content, dtype)
     logging.info("materialised %d images of %s in %s (%.0f MB, %s): %.1f s",
                  data.num_images, data.describe().get("variant", "original"), store,
                  images.nbytes / 1e6, images.dtype.name, time.perf_counter() - start)
