@@ -76,7 +76,7 @@ from absl import app, flags
 from benchmark import battery as battery_lib
 from benchmark import config, external, machine, mechanism, report, stats, study
 from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import cli_main, run_command, user_errors
+from benchmark.errors import UserError, cli_main, run_command, user_errors
 from perturbations.artefact import artefact_warnings
 
 FLAGS = flags.FLAGS
@@ -113,7 +113,7 @@ def define_flags() -> None:
                         "codes files written into it.")
     flags.DEFINE_string("output_dir", None, "Audit directory (default runs/audit_<name>; "
                         "publishing is an explicit copy into results/).")
-    flags.DEFINE_integer("workers", 1, "Runs at a time.")
+    flags.DEFINE_integer("workers", 1, "Runs at a time.", lower_bound=1)
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
     flags.DEFINE_float("margin_fraction", MARGIN_FRACTION, "Equivalence margin of ROBUST, as "
                        "a fraction of the reference beta-VAE's relative MIG drop on the "
@@ -734,6 +734,10 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
     settings = audit_settings(gin_file, name, seeds, reference, str(output_dir), strengths)
     announce(plan(settings, report.load_runs(reference_dir), workers)["text"])
     summary = study.execute(settings, workers=workers)
+    if summary["stopped"]:
+        raise UserError(f"{len(summary['stopped'])} run(s) were stopped before they finished "
+                        f"({', '.join(summary['stopped'][:3])}); no verdict was written on "
+                        "fewer seeds than planned: the same command resumes them")
     return write_audit(name, seeds, reference, reference_dir, settings, output_dir, alpha,
                        margin_fraction, summary["failed"])
 
@@ -916,6 +920,7 @@ def main(argv):
             if not (FLAGS.export and FLAGS.name):
                 raise app.UsageError("score needs --export (the export's directory) and "
                                      "--name (the method's name)")
+            config.check_path_name(FLAGS.name, "--name")
             alpha, fraction = FLAGS.alpha, FLAGS.margin_fraction
             path = external.score(
                 FLAGS.export, FLAGS.name, FLAGS.output_dir or f"runs/audit_{FLAGS.name}",
@@ -930,7 +935,8 @@ def main(argv):
         if config.find_gin_file(FLAGS.gin_file) is None:     # before any plan or training
             raise FileNotFoundError(f"--gin_file: expected a gin file, found none at "
                                     f"{FLAGS.gin_file} (nor under {config.GIN_SEARCH_PATH})")
-        name = FLAGS.name or gin_path.stem
+        name = config.check_path_name(FLAGS.name or gin_path.stem,
+                                      "--name" if FLAGS.name else "--name (from --gin_file)")
         output_dir = FLAGS.output_dir or f"runs/audit_{name}"
         if FLAGS.dry_run:
             reference = reference_settings(reference_dir)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import pathlib
+import re
 import tokenize
 
 import gin
@@ -88,9 +90,46 @@ def define_gin_flags(example_binding: str) -> None:
 
 
 #: packages a gin text read from a file the suite did not write (a reference run's
-#: results.json, a reference study's study.json) may import: a custom method registered in
-#: examples/ or a suite module; anything else would run a module named by a data file
+#: results.json, a reference study's study.json) may import: the suite's own packages, found
+#: where this checkout has them (a custom method of the suite's examples/ included); anything
+#: else would run a module named by a data file
 SUITE_PACKAGES = ("benchmark", "models", "perturbations", "examples")
+SUITE_ROOT = GIN_SEARCH_PATH.parent
+
+
+def is_suite_module(module: str) -> bool:
+    """Whether `module` ('examples.sparse_vae') is one of the suite's own: its top-level
+    package is in SUITE_PACKAGES and resolves, as an import from here would, to this
+    checkout's folder of that name (not a namesake in the working directory or on
+    PYTHONPATH), and the module's file is in that folder. Nothing is imported to decide."""
+    top, _, rest = module.partition(".")
+    if top not in SUITE_PACKAGES:
+        return False
+    folder = (SUITE_ROOT / top).resolve()
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.origin is None or pathlib.Path(spec.origin).resolve().parent != folder:
+        return False
+    if not rest:
+        return True
+    path = folder.joinpath(*rest.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+#: a name that becomes a file or folder name: letters, digits and . _ @ = + -, no leading dot
+PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@=+-]{0,149}")
+
+
+def check_path_name(value, what: str) -> str:
+    """`value` if it can name a file or folder inside an output directory without leaving it
+    (PATH_NAME, no '..'); else ValueError naming `what` and the value."""
+    if not isinstance(value, str) or not PATH_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{what}: expected a name of letters, digits and . _ @ = + - "
+                         f"(at most 150, no leading dot, no '..'; it becomes a folder name), "
+                         f"found {value!r:.200}")
+    return value
 
 
 class UntrustedConfigError(UserError, ValueError):
@@ -119,9 +158,10 @@ def check_untrusted_config(text, source: str) -> str:
                 f"{source}: the gin config includes {statement.filename!r} ({where}); "
                 "gin text read from a data file must not include files")
         if isinstance(statement, config_parser.ImportStatement):
-            if statement.module.split(".")[0] not in SUITE_PACKAGES:
+            if not is_suite_module(statement.module):
                 raise UntrustedConfigError(
                     f"{source}: the gin config imports {statement.module!r} ({where}); only "
-                    f"the suite's own packages {list(SUITE_PACKAGES)} may be imported from "
-                    "gin text read from a data file (importing runs the module's code)")
+                    f"modules of the suite's own packages {list(SUITE_PACKAGES)} in "
+                    f"{SUITE_ROOT} may be imported from gin text read from a data file "
+                    "(importing runs the module's code)")
     return text

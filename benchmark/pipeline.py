@@ -42,7 +42,8 @@ def define_flags() -> None:
                             "['study.seeds = [0, 1]']}")
     flags.DEFINE_enum("backend", "local", ["local", "ray"],
                       "Where the runs of study stages execute.")
-    flags.DEFINE_integer("workers", 1, "Runs at a time in study stages (local backend).")
+    flags.DEFINE_integer("workers", 1, "Runs at a time in study stages (local backend).",
+                         lower_bound=1)
     flags.DEFINE_string("address", None, "Ray cluster address for study stages (default: a "
                         "local Ray instance on this machine, bound to localhost).")
     flags.DEFINE_list("stages", None, "Run only these stages (names), in the pipeline's "

@@ -168,6 +168,9 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     if (not isinstance(metrics, (list, tuple))
             or not all(isinstance(m, str) for m in metrics)):
         raise RunError(f"run.metrics must be a list of metric names, found {metrics!r}")
+    if not metrics:
+        raise RunError("run.metrics is empty; expected at least one metric name (e.g. "
+                       "['mig']): a run that scores nothing has no result to report")
     try:
         metrics_lib.check_names(metrics)
     except ValueError as error:

@@ -54,7 +54,8 @@ def define_flags() -> None:
     config.define_gin_flags("study.seeds = [0]")
     flags.DEFINE_enum("backend", "local", ["local", "ray"], "Where the runs execute.")
     flags.DEFINE_integer("workers", 1, "Runs at a time (local backend; each run uses all cores "
-                         "it is given, so 1 is right on a small machine).")
+                         "it is given, so 1 is right on a small machine).",
+                         lower_bound=1)
     flags.DEFINE_string("address", None, "Ray cluster address (default: a local Ray instance "
                         "on this machine, bound to localhost).")
     flags.DEFINE_boolean("retry_failed", False, "Run again the runs recorded as failed.")
@@ -129,6 +130,8 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
             if missing:
                 raise ValueError(f"study.variants has {base!r} but study.artefacts names no "
                                  f"{base} artefact for {missing}")
+    if not list(seeds):
+        raise ValueError("study.seeds is empty; expected at least one seed (e.g. [0, 1, 2])")
     line_search = {m: (p, list(v)) for m, (p, v) in dict(line_search or {}).items()}
     unknown = [m for m in line_search if m not in models]
     if unknown:
@@ -260,7 +263,8 @@ def expand(settings: dict) -> list[RunSpec]:
                             name, (gin_file.format(dataset=dataset),),
                             tuple([*settings["bindings"], *data, *hyper, *start,
                                    f"run.seed = {seed}"])))
-    names = [s.name for s in specs]
+    names = [config.check_path_name(s.name, "a study run's name (study.models' keys, "
+                                    "variants and line_search values)") for s in specs]
     if len(set(names)) != len(names):
         raise ValueError("study grid has duplicate run names; check study.models/variants")
     # Seed-major: an interrupted study has every cell's first seed before any second one.
@@ -313,6 +317,18 @@ def _read_json(path: pathlib.Path, kind: type, default):
 
 def _read_failed(path: pathlib.Path) -> dict:
     return _read_json(path, dict, {})
+
+
+#: the exit status of a run stopped by SIGINT (it kept its last checkpoint; benchmark.run)
+INTERRUPTED_EXIT = 130
+
+
+def was_stopped(code) -> bool:
+    """Whether a run's exit code says it was stopped from outside rather than failed: killed
+    by a signal (a negative code from subprocess; kill -9, the OOM killer) or stopped by
+    SIGINT (130). Such a run is unfinished: its checkpoints are intact (written by rename),
+    so the next study command resumes it."""
+    return isinstance(code, int) and (code < 0 or code == INTERRUPTED_EXIT)
 
 
 def _merge_study_json(path: pathlib.Path, settings: dict, specs: list) -> None:
@@ -427,7 +443,10 @@ def execute(settings: dict, backend: str = "local", workers: int = 1,
 def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, workers: int,
              address: str | None, retry_failed: bool, dry_run: bool) -> dict:
     failed_path = out / "failed.json"
-    failed = _read_failed(failed_path)
+    # runs recorded as failed because they were stopped (written before the suite told the
+    # two apart) are unfinished, not failed: they resume like any other
+    failed = {name: entry for name, entry in _read_failed(failed_path).items()
+              if not (isinstance(entry, dict) and was_stopped(entry.get("exit_code")))}
     done, changed, unconfigurable = run_states(out, specs)
     if unconfigurable and not dry_run:
         first = sorted(unconfigurable)[0]
@@ -474,10 +493,10 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
                   f"{first}: {reason[-400:]}")
         return {"finished": sorted(done), "ran": [], "failed": sorted(failed),
                 "skipped": skipped, "changed": sorted(changed), "busy": sorted(busy),
-                "unconfigurable": unconfigurable}
+                "unconfigurable": unconfigurable, "stopped": []}
     _merge_study_json(out / "study.json", settings, specs)
     commands = {s.name: s.command(out.resolve()) for s in todo}
-    ran, now_failed, ended = [], [], []
+    ran, now_failed, stopped, ended = [], [], [], []
     started = time.time()
     bar = progress_bar(len(commands))
 
@@ -496,6 +515,13 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         elif code == USER_ERROR_EXIT and LOCKED_MARK in stderr:
             busy[name] = stderr.strip().splitlines()[-1]   # taken since the check above
             logging.warning("run %s is busy: %s", name, busy[name])
+        elif was_stopped(code):
+            stopped.append(name)
+            current.pop(name, None)
+            logging.warning("run %s was stopped (exit %d%s), not failed: it is unfinished "
+                            "and the next study command resumes it from its last "
+                            "checkpoint", name, code,
+                            f", signal {-code}" if code < 0 else "")
         else:
             now_failed.append(name)
             current[name] = {"exit_code": code, "stderr_tail": stderr,
@@ -505,7 +531,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         bar.update(1)
         ended.append(name)
         logging.info("%s %s; %s", name, "finished" if code == 0 else "busy"
-                     if name in busy else "FAILED",
+                     if name in busy else "stopped" if name in stopped else "FAILED",
                      progress_line(len(ended), len(commands), time.time() - started,
                                    run_seconds, workers if backend == "local" else 1,
                                    sum(n in resumed for n in ended)))
@@ -519,7 +545,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     write_sample_grids(settings, out / "samples")
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
             "failed": sorted(now_failed), "skipped": skipped, "changed": [],
-            "busy": sorted(busy)}
+            "busy": sorted(busy), "stopped": sorted(stopped)}
 
 
 def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
@@ -620,9 +646,17 @@ def main(argv):
         sys.exit(130)
     print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
           f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
-          f"before, {len(summary['busy'])} busy (written by another process): "
-          f"{settings['output_dir']}")
-    if summary["failed"]:
+          f"before, {len(summary['busy'])} busy (written by another process)"
+          + (f", {len(summary['stopped'])} stopped (rerun to resume)"
+             if summary["stopped"] else "") + f": {settings['output_dir']}")
+    if FLAGS.dry_run:
+        return
+    if summary["failed"] or summary["skipped"] or summary["stopped"]:
+        print(f"not every run finished: the study exits 1 while runs are left failed "
+              f"({len(summary['failed']) + len(summary['skipped'])}; their errors in "
+              f"{settings['output_dir']}/failed.json, --retry_failed runs them again) or "
+              f"stopped ({len(summary['stopped'])}; the same command resumes them)",
+              file=sys.stderr)
         sys.exit(1)
 
 

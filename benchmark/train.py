@@ -10,7 +10,9 @@ FactorVAE's discriminator, fit the same loop). The loop:
 - checkpoints model, optimisers, step and the step's loss terms every `checkpoint_every`
   steps with tf.train.CheckpointManager (a checkpoint becomes visible only once fully
   written, so a run killed at any point resumes from the last complete one; a run resumed
-  at its last step reports the loss terms stored with that checkpoint);
+  at its last step reports the loss terms stored with that checkpoint); a checkpoint
+  damaged after it was written (a truncated or corrupted file) is skipped, with a warning
+  naming it, for the newest one that reads whole (`read_newest_intact`);
 - stops at the first non-finite loss term with an error naming the step and the term,
   without checkpointing the bad state, and likewise when an optional `stop_check` of the
   terms gives a reason;
@@ -25,6 +27,7 @@ import errno
 import json
 import math
 import pathlib
+import re
 import sys
 import time
 from typing import Callable
@@ -33,6 +36,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
+
+from benchmark.errors import UserError
 
 
 #: TensorFlow's words for the storage failures a user fixes, and the errno they stand for
@@ -68,15 +73,54 @@ def _checkpoint(model, step: tf.Variable, terms: tf.Variable) -> tf.train.Checkp
     return tf.train.Checkpoint(model=model, step=step, terms=terms, **optimizers)
 
 
+class CheckpointDamaged(UserError, RuntimeError):
+    """Every checkpoint of a run directory is damaged (none reads whole)."""
+
+
+def checkpoint_prefixes(directory) -> list[str]:
+    """Every checkpoint prefix ('.../ckpt-N') in `directory` that has an index file, newest
+    (highest N) first; read from the file names, since the state file can be damaged too."""
+    numbers = sorted((int(match.group(1)) for path in pathlib.Path(directory).glob("ckpt-*.index")
+                      if (match := re.fullmatch(r"ckpt-(\d+)\.index", path.name))),
+                     reverse=True)
+    return [str(pathlib.Path(directory) / f"ckpt-{n}") for n in numbers]
+
+
+def read_newest_intact(checkpoint: tf.train.Checkpoint, directory,
+                       check=lambda status: status.expect_partial()) -> str | None:
+    """Reads into `checkpoint` the newest checkpoint in `directory` that reads whole, after
+    check(status) (which may raise); returns its prefix, None when there is no checkpoint.
+    A newer one that does not read (truncated or corrupted after it was written) is named in
+    a warning and skipped: the next one down holds an earlier step, from which training
+    reproduces the same state. CheckpointDamaged when checkpoints exist but none reads."""
+    damaged = []
+    for prefix in checkpoint_prefixes(directory):
+        try:
+            check(checkpoint.read(prefix))
+        except (IndexError, ValueError, AssertionError, tf.errors.OpError) as error:
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+            damaged.append(f"{pathlib.Path(prefix).name} ({type(error).__name__}: {reason})")
+            continue
+        if damaged:
+            logging.warning("damaged checkpoint(s) in %s skipped: %s; read %s instead",
+                            directory, "; ".join(damaged), pathlib.Path(prefix).name)
+        return prefix
+    if damaged:
+        raise CheckpointDamaged(
+            f"{directory}: every checkpoint is damaged ({'; '.join(damaged)}); move that "
+            "folder away (or rerun with --overwrite) to train this run from scratch")
+    return None
+
+
 def restore_model(model, workdir) -> int:
-    """Loads the latest checkpoint of a run directory's `checkpoints/` into `model` (its
-    weights only); returns the step it was saved at."""
+    """Loads the newest intact checkpoint of a run directory's `checkpoints/` into `model`
+    (its weights only; `read_newest_intact`); returns the step it was saved at."""
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    latest = tf.train.latest_checkpoint(str(pathlib.Path(workdir) / "checkpoints"))
-    if latest is None:
+    found = read_newest_intact(
+        tf.train.Checkpoint(model=model, step=step), pathlib.Path(workdir) / "checkpoints",
+        lambda status: status.assert_existing_objects_matched().expect_partial())
+    if found is None:
         raise FileNotFoundError(f"{workdir}: expected checkpoints/ with a checkpoint, found none")
-    status = tf.train.Checkpoint(model=model, step=step).read(latest)
-    status.assert_existing_objects_matched().expect_partial()
     return int(step)
 
 
@@ -108,9 +152,9 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
         saved_terms = tf.Variable("{}", dtype=tf.string, trainable=False, name="terms")
     checkpoint = _checkpoint(model, step, saved_terms)
     manager = tf.train.CheckpointManager(checkpoint, workdir / "checkpoints", max_to_keep=2)
-    if manager.latest_checkpoint:
-        checkpoint.read(manager.latest_checkpoint).expect_partial()
-        logging.info("resuming from %s at step %d", manager.latest_checkpoint, int(step))
+    restored = read_newest_intact(checkpoint, workdir / "checkpoints")
+    if restored:
+        logging.info("resuming from %s at step %d", restored, int(step))
     resumed_from = int(step)
     with storage_errors(workdir / "tb"):
         writer = tf.summary.create_file_writer(str(workdir / "tb"))

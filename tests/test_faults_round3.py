@@ -1,0 +1,218 @@
+"""Reliability round 3 (issue 60): each fault as a user met it, through `python -m ...`
+subprocesses, shown fixed.
+
+R1 names that become paths stay inside their directory · R2 a reference imports only the
+suite's own modules · R3 a study run killed by a signal resumes, and the exit status says
+when runs are left · R4 a damaged latest checkpoint falls back to the last intact one.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmark import config
+from tests.cli import ROOT, environment
+from tests.test_faults import TINY, _command, _one_line_error, _run
+
+
+def _files(directory):
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+def _study(out, *extra, name="r3", steps=None):
+    bindings = [*TINY, *([f"run.steps = {steps}", "run.checkpoint_every = 50"] if steps
+                         else [])]
+    return [f"--gin_bindings={b}" for b in (
+        f"study.name = '{name}'", f"study.output_dir = '{out}'",
+        "study.models = {'ae': 'models/ae.gin'}", "study.variants = ['original']",
+        "study.seeds = [0]", f"study.bindings = {bindings!r}", "study.source = 'procedural'",
+        *extra)]
+
+
+# R1 -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["../../../escape_probe", "a/b", ".hidden", "x..y", ""])
+def test_r1_audit_score_refuses_a_name_that_would_leave_the_output_directory(tmp_path,
+                                                                               name):
+    work = tmp_path / "deep" / "er" / "work"
+    work.mkdir(parents=True)
+    before = _files(tmp_path)
+    result = _command("benchmark.audit", "score", f"--export={tmp_path / 'export'}",
+                      f"--name={name}", f"--output_dir={work / 'OUT'}", cwd=work)
+    if name == "":
+        _one_line_error(result, "score needs --export")
+    else:
+        _one_line_error(result, "--name", "expected a name of letters, digits")
+    assert _files(tmp_path) == before
+
+
+def test_r1_the_audit_refuses_a_method_name_that_is_a_path(tmp_path):
+    result = _command("benchmark.audit", "--gin_file=models/ae.gin", "--name=../up",
+                      f"--output_dir={tmp_path / 'OUT'}", "--dry_run")
+    _one_line_error(result, "--name", "'../up'")
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_r1_a_study_refuses_a_model_key_that_is_a_path(tmp_path):
+    out = tmp_path / "study"
+    result = _command("benchmark.study", *_study(
+        out, "study.models = {'../../escape': 'models/ae.gin'}"))
+    _one_line_error(result, "a study run's name", "../../escape")
+    assert _files(tmp_path) == []
+
+
+def test_r1_path_names_unit():
+    for good in ("sparse_vae", "beta_vae_dsprites_wave@0.3_seed0", "m_beta=4.0_seed1"):
+        assert config.check_path_name(good, "x") == good
+    for bad in ("..", "../a", "a/b", "a\\b", ".a", "", "a b", "a" * 151, None, 3):
+        with pytest.raises(ValueError, match="expected a name"):
+            config.check_path_name(bad, "x")
+
+
+# R2 -----------------------------------------------------------------------------------
+
+def test_r2_a_reference_cannot_import_a_namesake_of_the_suites_packages(tmp_path):
+    marker = tmp_path / "imported.marker"
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('package ran')\n")
+    (tmp_path / "examples" / "evilmod.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('module ran')\n")
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "study.json").write_text(json.dumps({"settings": {
+        "bindings": ["import examples.evilmod", "run.steps = 4"], "datasets": ["dsprites"],
+        "artefacts": {}, "source": "procedural"}}))
+    result = _command("benchmark.audit", "--gin_file=models/ae.gin", f"--reference={reference}",
+                      f"--output_dir={tmp_path / 'audit'}", "--dry_run", cwd=tmp_path)
+    _one_line_error(result, "settings.bindings", "examples.evilmod", str(config.SUITE_ROOT))
+    assert not marker.exists() and not (tmp_path / "audit").exists()
+
+
+def test_r2_the_suites_own_modules_pass_and_others_do_not(tmp_path, monkeypatch):
+    for module in ("examples.sparse_vae", "benchmark.metrics", "models", "perturbations.noise"):
+        assert config.is_suite_module(module), module
+    for module in ("examples.evilmod", "os", "benchmark_extra", "examples.sparse_vae.x"):
+        assert not config.is_suite_module(module), module
+    config.check_untrusted_config("import examples.sparse_vae\nrun.steps = 4", "test")
+    (tmp_path / "examples").mkdir()                       # a namesake ahead on sys.path
+    (tmp_path / "examples" / "__init__.py").write_text("")
+    (tmp_path / "examples" / "sparse_vae.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "examples", raising=False)
+    assert not config.is_suite_module("examples.sparse_vae")
+
+
+# R3 -----------------------------------------------------------------------------------
+
+def _runner_pid(run_dir) -> int | None:
+    """The pid of the `benchmark.run` process writing `run_dir` (from /proc)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                args = handle.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "benchmark.run" in args and f"--output_dir={run_dir}" in args:
+            return int(entry)
+    return None
+
+
+@pytest.mark.slow
+def test_r3_a_study_run_killed_by_a_signal_is_resumed_by_the_next_study_command(tmp_path):
+    out = tmp_path / "study"
+    args = _study(out, steps=3000)
+    run_dir = out / "runs" / "ae_dsprites_original_seed0"
+    study = subprocess.Popen([sys.executable, "-m", "benchmark.study", *args], cwd=ROOT,
+                             env=environment(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (run_dir / "checkpoints" / "checkpoint").exists():
+        time.sleep(0.2)
+    pid = _runner_pid(run_dir.resolve())
+    assert pid is not None, "the study's run never started"
+    os.kill(pid, signal.SIGKILL)                             # the run, not the study
+    stdout, stderr = study.communicate(timeout=300)
+    assert study.returncode == 1, stderr[-3000:]
+    assert "1 stopped (rerun to resume)" in stdout, stdout
+    assert "was stopped (exit -9, signal 9), not failed" in stderr
+    failed = out / "failed.json"
+    assert not failed.exists() or json.loads(failed.read_text()) == {}
+    assert not (run_dir / "results.json").exists()
+    # the next study command resumes it (shortened: the same fingerprint needs the same
+    # steps, so the run finishes the 3,000 from its checkpoint)
+    again = _command("benchmark.study", *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 finished, 1 ran now, 0 failed" in again.stdout
+    resumed = json.loads((run_dir / "results.json").read_text())
+    assert resumed["resumed_from"] > 0
+
+
+def test_r3_a_stopped_run_recorded_as_failed_by_an_older_suite_is_resumed(tmp_path):
+    out = tmp_path / "study"
+    out.mkdir()
+    (out / "failed.json").write_text(json.dumps({"ae_dsprites_original_seed0": {
+        "exit_code": -9, "stderr_tail": "", "time": "2026-11-28 10:00:00"}}))
+    dry = _command("benchmark.study", *_study(out), "--dry_run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "to run    ae_dsprites_original_seed0" in dry.stdout
+
+
+@pytest.mark.slow
+def test_r3_the_exit_status_says_runs_are_left_failed(tmp_path):
+    out = tmp_path / "study"
+    broken = ["data.fixed_factors = {'shape': 7}"]          # parses; fails at data load
+    first = _command("benchmark.study", *_study(out, f"study.bindings = {[*TINY, *broken]!r}"))
+    assert first.returncode == 1 and "1 failed" in first.stdout, first.stderr[-2000:]
+    again = _command("benchmark.study", *_study(out, f"study.bindings = {[*TINY, *broken]!r}"))
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert "1 skipped as failed before" in again.stdout
+    assert "--retry_failed runs them again" in again.stderr
+
+
+# R4 -----------------------------------------------------------------------------------
+
+def _truncate(path):
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:
+        handle.truncate(size // 2)
+
+
+@pytest.mark.slow
+def test_r4_a_damaged_latest_checkpoint_falls_back_to_the_last_intact_one(tmp_path):
+    whole, damaged = tmp_path / "whole", tmp_path / "damaged"
+    assert _run(whole).returncode == 0
+    assert _run(damaged).returncode == 0
+    (damaged / "results.json").unlink()                    # killed after its last checkpoint
+    _truncate(next((damaged / "checkpoints").glob("ckpt-4.data-*")))
+    resumed = _run(damaged)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr
+    assert "damaged checkpoint(s)" in resumed.stderr and "ckpt-4 (IndexError" in resumed.stderr
+    first = json.loads((whole / "results.json").read_text())
+    second = json.loads((damaged / "results.json").read_text())
+    assert second["resumed_from"] == 2
+    assert second["scalars"] == first["scalars"]             # steps 3-4 trained again alike
+    # every checkpoint damaged: one line, nothing trained
+    (damaged / "results.json").unlink()
+    for data in (damaged / "checkpoints").glob("ckpt-*.data-*"):
+        _truncate(data)
+    broken = _run(damaged)
+    _one_line_error(broken, "every checkpoint is damaged", "--overwrite")
+    # a damaged state file (TensorFlow ignores it): the checkpoints are found by name
+    (damaged / "checkpoints").rename(tmp_path / "spoilt")
+    (damaged / "checkpoints").mkdir()
+    for path in (whole / "checkpoints").iterdir():
+        (damaged / "checkpoints" / path.name).write_bytes(path.read_bytes())
+    (damaged / "checkpoints" / "checkpoint").write_text("model_checkpoint_path: {{{")
+    state = _run(damaged)
+    assert state.returncode == 0, state.stderr[-3000:]
+    resumed = json.loads((damaged / "results.json").read_text())
+    assert resumed["resumed_from"] == 4 and resumed["scalars"] == first["scalars"]
