@@ -120,7 +120,7 @@ def _load(results_dir):
                         "setting": setting, "seed": row["seed"],
                         "overpruned": False if _missing(overpruned) else bool(overpruned),
                         "values": values, "run_dir": row["run_dir"]})
-    kept = {id(r) for r in deduplicate(records)}
+    kept = {id(r) for r in separate_configurations(deduplicate(records))}
     rows = [i for i, r in enumerate(records) if id(r) in kept]
     return [records[i] for i in rows], table.iloc[rows].reset_index(drop=True)
 
@@ -177,6 +177,61 @@ def deduplicate(records: list[dict]) -> list[dict]:
         first[key] = record["run_dir"]
         kept.append(record)
     return kept
+
+
+def _binding_text(value) -> str:
+    """A canonical binding value (benchmark/fingerprint.py: JSON text) as a label shows it."""
+    if value is None:
+        return "unset"
+    try:
+        decoded = json.loads(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if isinstance(decoded, str):
+        return decoded
+    if isinstance(decoded, dict) and list(decoded) == ["dict"]:     # gin dict, canonical
+        return "{" + ",".join(f"{k}:{_binding_text(json.dumps(v))}"
+                              for k, v in decoded["dict"]) + "}"
+    return json.dumps(decoded, separators=(",", ":"))
+
+
+def separate_configurations(records: list[dict]) -> list[dict]:
+    """`records` with the runs of one group (model, dataset, variant, setting) that differ
+    in any binding other than the seed made separate groups: their `setting` gains the
+    differing bindings ('run.steps=300'), so a 100-step and a 300-step run of seed 0 are
+    two groups of one seed, never one of "2 seeds". Each split is logged as a warning
+    naming the bindings. A run without a readable configuration stays in its group."""
+    from absl import logging
+
+    from benchmark import fingerprint
+    groups = defaultdict(list)
+    for record in records:
+        groups[(record["model"], record["dataset"], record["variant"],
+                record["setting"])].append(record)
+    for (model, dataset, variant, _), members in groups.items():
+        configs = []
+        for record in members:
+            try:
+                ident = fingerprint.recorded(record["run_dir"])
+            except ValueError:
+                ident = None
+            bindings = dict(ident["bindings"]) if ident else {}
+            bindings.pop("run.seed", None)
+            configs.append(bindings if ident else None)
+        known = [c for c in configs if c is not None]
+        differing = sorted(key for key in set().union(*known, set())
+                           if len({c.get(key) for c in known}) > 1)
+        if not differing:
+            continue
+        for record, bindings in zip(members, configs):
+            if bindings is None:
+                continue
+            label = ", ".join(f"{key}={_binding_text(bindings.get(key))}" for key in differing)
+            record["setting"] = ", ".join(filter(None, [record["setting"], label]))
+        logging.warning("report: runs of %s / %s / %s differ in bindings other than the "
+                        "seed (%s); reported as separate groups, labelled by those bindings",
+                        model, dataset, variant, ", ".join(differing))
+    return records
 
 
 def base_variant(variant: str) -> str:

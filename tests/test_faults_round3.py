@@ -216,3 +216,21 @@ def test_r4_a_damaged_latest_checkpoint_falls_back_to_the_last_intact_one(tmp_pa
     assert state.returncode == 0, state.stderr[-3000:]
     resumed = json.loads((damaged / "results.json").read_text())
     assert resumed["resumed_from"] == 4 and resumed["scalars"] == first["scalars"]
+
+
+# R5 -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_r5_the_report_keeps_runs_of_different_configurations_apart(tmp_path):
+    for name, steps in (("short", 4), ("long", 6)):
+        result = _run(tmp_path / "study" / "runs" / name, f"run.steps = {steps}")
+        assert result.returncode == 0, result.stderr[-2000:]
+    report = _command("benchmark.report", f"--results={tmp_path / 'study'}",
+                      f"--out={tmp_path / 'report'}")
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert "differ in bindings other than the seed (run.steps)" in report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    rows = [line for line in text.splitlines()
+            if line.startswith("| beta_vae | dsprites | original |")]
+    assert [row.split(" | ")[3:5] for row in rows] == [["run.steps=4", "1"],
+                                                        ["run.steps=6", "1"]], rows
