@@ -321,6 +321,32 @@ def read(path) -> dict:
     return result
 
 
+def damage(run_dir, fingerprint: str | None = None) -> str | None:
+    """Why a run directory's results.json does not make it a finished run of the
+    configuration `fingerprint`, or None when it does: unreadable or not a results file
+    (`read`: truncated, edited), or recording another configuration's fingerprint than
+    `fingerprint` (a file copied from another run). A results.json that records no
+    fingerprint (written before fingerprints) passes on being readable. None also when
+    there is no results.json (then the run is simply unfinished)."""
+    path = pathlib.Path(run_dir) / FILE_NAME
+    if not path.exists():
+        return None
+    try:
+        recorded = read(path).get("fingerprint")
+    except ResultsError as error:
+        return str(error)
+    if fingerprint is not None and recorded is not None and recorded != fingerprint:
+        return (f"{path}: records the configuration fingerprint {str(recorded)[:12]}, not "
+                f"this run's {fingerprint[:12]}")
+    return None
+
+
+def is_finished(run_dir, fingerprint: str | None = None) -> bool:
+    """Whether `run_dir` holds a readable results.json of the configuration `fingerprint`
+    (`damage`)."""
+    return (pathlib.Path(run_dir) / FILE_NAME).exists() and damage(run_dir, fingerprint) is None
+
+
 def read_arrays(path) -> dict[str, np.ndarray]:
     """{name: array} of one run (its directory or results.json): arrays.npz for version 2
     (loaded with allow_pickle=False, checked against the shapes results.json lists), the

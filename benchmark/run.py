@@ -33,6 +33,7 @@ ends with one line naming the last checkpoint; rerunning resumes from it.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import pathlib
@@ -256,6 +257,10 @@ def _claim(output_dir: pathlib.Path, *names: str) -> None:
 WRITTEN_INSIDE = {"checkpoints": ("checkpoint", "ckpt-*.index", "ckpt-*.data-*",
                                   "ckpt-*_temp*", "checkpoint.tmp*"),
                   "tb": ("events.out.tfevents.*",)}
+#: the manifest entry saying its run lists the files it wrote inside tb/ ('tb/<name>'):
+#: --overwrite then removes those alone (a manifest without it predates the lists and
+#: falls back to WRITTEN_INSIDE's patterns)
+LISTED_INSIDE = "tb/"
 #: the files that make a directory a run's (with MANIFEST): without one of them, a
 #: directory is not the suite's to clean
 RUN_RECORDS = (fingerprint_lib.FILE_NAME, "operative_config.gin", "results.json")
@@ -303,14 +308,25 @@ def _remove_outputs(output_dir: pathlib.Path) -> list[str]:
                        f"JSON ({error}); remove the run's files by hand") from None
     if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
         raise RunError(f"{path}: expected a JSON list of file names, found {listed!r}")
+    inside = [n for n in listed if "/" in n]
+    for name in inside:
+        folder, _, file = name.partition("/")
+        if (folder not in WRITTEN_INSIDE or (file and pathlib.Path(file).name != file)
+                or file in (".", "..")):
+            raise RunError(f"{path}: expected plain file names or files of "
+                           f"{sorted(WRITTEN_INSIDE)} ('tb/<name>'), found {name!r}")
     removed, kept = [], []
-    for name in listed:
+    for name in [n for n in listed if "/" not in n]:
         target = output_dir / name
         if pathlib.Path(name).name != name or name in ("", ".", ".."):
             raise RunError(f"{path}: expected plain file names, found {name!r}")
         if name in WRITTEN_INSIDE and target.is_dir() and not target.is_symlink():
-            kept += [str(p.relative_to(output_dir))
-                     for p in _remove_written(target, WRITTEN_INSIDE[name])]
+            if f"{name}/" in listed:         # the run listed its files there: those alone
+                files = [glob.escape(f) for f in (n.partition("/")[2] for n in inside
+                                                  if n.startswith(f"{name}/")) if f]
+            else:
+                files = WRITTEN_INSIDE[name]
+            kept += [str(p.relative_to(output_dir)) for p in _remove_written(target, files)]
         elif target.is_file() or target.is_symlink():
             target.unlink()
         else:
@@ -362,7 +378,14 @@ def prepare_directory(output_dir: pathlib.Path, ident: dict, overwrite: bool) ->
                            "configuration (fingerprint.json, operative_config.gin); give "
                            "another --output_dir (--overwrite replaces only a run's own "
                            "files)")
-        if (output_dir / "results.json").exists():
+        damaged = results_lib.damage(output_dir, ident["fingerprint"])
+        if damaged:
+            kept = output_dir / "results.json.damaged"
+            (output_dir / "results.json").replace(kept)
+            logging.warning("%s; it is not taken as a finished run: moved aside to %s, the "
+                            "run resumes from its last checkpoint and scores again",
+                            damaged, kept.name)
+        elif (output_dir / "results.json").exists():
             logging.info("%s is complete (results.json exists, same configuration); use "
                          "--overwrite to retrain", output_dir)
             return True
@@ -614,7 +637,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     start = time.perf_counter()
     setup_seconds = machine.process_age()
     load = machine.LoadMeter().start()
-    _claim(output_dir, "checkpoints", "tb")
+    _claim(output_dir, "checkpoints", "tb", LISTED_INSIDE)
     curve_point, curve_seconds = None, []
     if settings["eval_every"]:
         _claim(output_dir, CURVES)
@@ -631,7 +654,8 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
         model, lambda first: make_stream(model, data, settings, first),
         settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
         settings["log_every"], settings["jit_compile"], image_summary=image_summary,
-        on_checkpoint=curve_point)
+        on_checkpoint=curve_point,
+        on_event_files=lambda names: _claim(output_dir, *[f"tb/{n}" for n in names]))
     training["seconds"] -= sum(curve_seconds)       # training time, without the curve
     start_eval = time.perf_counter()
     _claim(output_dir, "eval_codes.npz")

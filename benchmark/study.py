@@ -37,6 +37,7 @@ from tqdm import tqdm
 from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
+from benchmark import results as results_lib
 from benchmark.atomic import write_json
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
 from benchmark.data.change import change_path
@@ -393,7 +394,7 @@ def run_states(out: pathlib.Path, specs: list) -> tuple[set, dict, dict]:
         if ident["fingerprint"] != wanted["fingerprint"]:
             changed[name] = fingerprint_lib.mismatch_message(out / "runs" / name, ident,
                                                              wanted, "")
-        elif (out / "runs" / name / "results.json").exists():
+        elif results_lib.is_finished(out / "runs" / name, ident["fingerprint"]):
             done.add(name)
     return done, changed, unconfigurable
 

@@ -26,6 +26,7 @@ import contextlib
 import errno
 import json
 import math
+import os
 import pathlib
 import re
 import sys
@@ -129,7 +130,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
           jit_compile: bool = False, progress: bool | None = None,
           image_summary: Callable[[], np.ndarray] | None = None,
           stop_check: Callable[[dict], str | None] | None = None,
-          on_checkpoint: Callable[[int], dict | None] | None = None) -> dict:
+          on_checkpoint: Callable[[int], dict | None] | None = None,
+          on_event_files: Callable[[list[str]], None] | None = None) -> dict:
     """Trains `model` to `num_steps`, resuming from `workdir/checkpoints` when present.
 
     make_stream(start_batch) -> infinite dataset of batches starting at that batch.
@@ -137,6 +139,8 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     TensorBoard at every checkpoint.
     stop_check(terms) -> None, or the reason to stop: raised as TrainingDiverged like a
     non-finite term (e.g. perturbations.manipulation.dead_manipulation_check).
+    on_event_files(names) is called with the names of the TensorBoard event files this
+    call's writer created in workdir/tb, before anything is written to them.
     on_checkpoint(step) -> None or {name: float}, called after each checkpoint is saved
     (e.g. the runner's learning curves, run.eval_every); the values go to TensorBoard
     under 'eval/<name>'.
@@ -156,8 +160,12 @@ def train(model, make_stream: Callable[[int], tf.data.Dataset], num_steps: int,
     if restored:
         logging.info("resuming from %s at step %d", restored, int(step))
     resumed_from = int(step)
-    with storage_errors(workdir / "tb"):
-        writer = tf.summary.create_file_writer(str(workdir / "tb"))
+    tb = workdir / "tb"
+    before = set(os.listdir(tb)) if tb.is_dir() else set()
+    with storage_errors(tb):
+        writer = tf.summary.create_file_writer(str(tb))
+    if on_event_files is not None:            # the writer made its file as it was created
+        on_event_files(sorted(set(os.listdir(tb)) - before))
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def train_step(batch, step_value):

@@ -234,3 +234,53 @@ def test_r5_the_report_keeps_runs_of_different_configurations_apart(tmp_path):
             if line.startswith("| beta_vae | dsprites | original |")]
     assert [row.split(" | ")[3:5] for row in rows] == [["run.steps=4", "1"],
                                                         ["run.steps=6", "1"]], rows
+
+
+# R6 -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_r6_a_damaged_results_json_is_not_a_finished_run(tmp_path):
+    run = tmp_path / "run"
+    assert _run(run).returncode == 0
+    first = json.loads((run / "results.json").read_text())
+    text = (run / "results.json").read_text()
+    (run / "results.json").write_text(text[: len(text) // 2])          # truncated
+    again = _run(run)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "is complete" not in again.stderr
+    assert "moved aside to results.json.damaged" in again.stderr
+    assert (run / "results.json.damaged").read_text() == text[: len(text) // 2]
+    assert json.loads((run / "results.json").read_text())["scalars"] == first["scalars"]
+    # a results.json of another configuration copied in: not finished either
+    other = dict(first, fingerprint="0" * 64)
+    (run / "results.json").write_text(json.dumps(other))
+    copied = _run(run)
+    assert copied.returncode == 0 and "records the configuration fingerprint 000000000000" \
+        in copied.stderr, copied.stderr[-3000:]
+    # and a study counts such a run as unfinished
+    out = tmp_path / "study"
+    args = _study(out, "study.models = {'beta_vae': 'models/beta_vae.gin'}")
+    assert _command("benchmark.study", *args).returncode == 0
+    done = out / "runs" / "beta_vae_dsprites_original_seed0" / "results.json"
+    done.write_text(done.read_text()[:100])
+    dry = _command("benchmark.study", *args, "--dry_run")
+    assert "to run    beta_vae_dsprites_original_seed0" in dry.stdout, dry.stdout
+
+
+# R9 -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_r9_overwrite_removes_only_the_event_files_the_run_listed(tmp_path):
+    run = tmp_path / "run"
+    assert _run(run).returncode == 0
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    own = [n for n in manifest if n.startswith("tb/events.out.tfevents.")]
+    assert len(own) == 1 and "tb/" in manifest
+    foreign = run / "tb" / "events.out.tfevents.1700000000.elsewhere.1.v2"
+    foreign.write_text("mine")
+    replaced = _run(run, overwrite=True)
+    assert replaced.returncode == 0, replaced.stderr[-3000:]
+    assert foreign.read_text() == "mine"
+    assert not (run / own[0]).exists()
+    assert "kept files the suite did not write: tb/events.out.tfevents.1700000000" \
+        in replaced.stderr
