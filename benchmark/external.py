@@ -43,6 +43,7 @@ from benchmark import config, study
 from benchmark.atomic import write_json
 from benchmark.errors import ConfigError
 from benchmark.lock import directory_lock
+from benchmark.metrics import codes as codes_lib
 
 #: the most images an exported arm may have (its whole grid is written)
 MAX_IMAGES = 65536
@@ -134,6 +135,30 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
                         "(images, d): row i the code of image i of the arm's file"})
 
 
+def _check_arm_files(export_dir: pathlib.Path, manifest: dict) -> None:
+    """Each arm's exported image file is the one the export wrote (its SHA-256 as the
+    manifest records it): the codes' row i belongs to image i of that file, so codes of
+    a replaced or damaged file would be scored against the wrong images."""
+    from benchmark.data.files import file_sha256
+    for label, entry in manifest["arms"].items():
+        relative = entry.get("file")
+        if not (isinstance(relative, str) and isinstance(entry.get("sha256"), str)):
+            raise ValueError(f"{export_dir / MANIFEST}: expected arm {label} with its 'file' "
+                             f"and 'sha256', found {str(entry)[:120]!r}")
+        path = (export_dir / relative).resolve()
+        if not path.is_relative_to(export_dir.resolve()):
+            raise ValueError(f"{export_dir / MANIFEST}: arm {label}'s file {relative!r} is "
+                             "outside the export")
+        if not path.is_file():
+            raise FileNotFoundError(f"{export_dir}: expected arm {label}'s exported images "
+                                    f"at {relative} (score checks the codes were made from "
+                                    "them), found none")
+        if file_sha256(path) != entry["sha256"]:
+            raise ValueError(f"{path}: its SHA-256 is not the one the export recorded: the "
+                             "file was replaced or damaged after export, so codes made from "
+                             "it may not be of the exported images; export again")
+
+
 def read_manifest(export_dir) -> dict:
     """The export's manifest, its types checked (a file from a user is data)."""
     path = pathlib.Path(export_dir) / MANIFEST
@@ -157,21 +182,16 @@ def read_manifest(export_dir) -> dict:
 
 
 def read_codes(path: pathlib.Path, rows: int) -> np.ndarray:
-    """A codes file: one float array 'codes' (rows, d), finite; ValueError otherwise."""
-    try:
-        with np.load(path, allow_pickle=False) as saved:
-            codes = np.asarray(saved["codes"])
-    except (OSError, ValueError, KeyError) as error:
-        raise ValueError(f"{path}: expected an npz with the array 'codes' (the export's "
-                         f"manifest says how), found an unreadable file ({error})") from None
+    """A codes file: one real array 'codes' (rows, d), finite, within the metrics' size
+    limit (codes_lib.check_code_array); ValueError naming the file otherwise."""
+    codes = codes_lib.read_npz(path, ("codes",), "the export's manifest says how")["codes"]
     if codes.ndim != 2 or codes.shape[0] != rows or codes.shape[1] < 1:
         raise ValueError(f"{path}: expected codes of shape ({rows}, d), one row per image of "
                          f"the arm's file, found {codes.shape}")
-    if not np.issubdtype(codes.dtype, np.number) or not np.all(np.isfinite(codes)):
-        raise ValueError(f"{path}: expected finite numbers, found "
-                         + ("dtype " + str(codes.dtype) if not np.issubdtype(
-                             codes.dtype, np.number) else "NaN or infinite values"))
-    return codes.astype(np.float64)
+    try:
+        return codes_lib.check_code_array(codes, 2, str(path))
+    except codes_lib.MetricInputError as error:
+        raise ValueError(f"{error} (expected real numbers: float or integer)") from None
 
 
 def _lookup(data, codes: np.ndarray):
@@ -222,6 +242,7 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
         raise FileNotFoundError(f"{export_dir}: expected a codes file per arm and seed, "
                                 f"missing {len(missing)}: {', '.join(missing[:6])}"
                                 + (" ..." if len(missing) > 6 else ""))
+    _check_arm_files(export_dir, manifest)
     codes = {(label, s): read_codes(export_dir / "codes" / label / f"seed{s}.npz",
                                     manifest["arms"][label]["images"])
              for label in expected for s in seeds}                 # every file checked first

@@ -572,23 +572,58 @@ def publish(directory, result: dict) -> None:
     save_figure(result, pathlib.Path(directory) / FIGURE)
 
 
+def partial_record(settings: dict, runs: dict, in_progress=None) -> dict:
+    """The content of OUT.partial.json: settings, {str(seed): run}, the seed in progress,
+    and the SHA-256 of the three (`content_sha256`), by which `finished_seeds` tells a file
+    it wrote from a damaged or edited one."""
+    record = {"settings": settings, "runs": {str(s): r for s, r in runs.items()},
+              "in_progress": in_progress}
+    return {**record, "sha256": content_sha256(record)}
+
+
+def content_sha256(record: dict) -> str:
+    import hashlib
+    import json
+    text = json.dumps({k: record.get(k) for k in ("settings", "runs", "in_progress")},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_run(run, where: str) -> None:
+    """A per-seed run as `readaptation` returns it, as far as resuming reads it."""
+    gate_ = run.get("gate") if isinstance(run, dict) else None
+    advantages = gate_.get("arm_advantage_end") if isinstance(gate_, dict) else None
+    if not (isinstance(run.get("arms") if isinstance(run, dict) else None, dict)
+            and isinstance(advantages, dict)
+            and all(isinstance(v, (int, float)) for v in advantages.values())):
+        raise ValueError(f"{where}: expected a re-adaptation with 'arms' and "
+                         f"'gate.arm_advantage_end', found {str(run)[:80]!r}")
+
+
 def finished_seeds(partial, settings: dict) -> tuple[dict, dict | None]:
     """What an interrupted `--seeds ... --out OUT` left in `partial` (OUT.partial.json,
     rewritten after every arm): ({seed: finished run}, {'seed', 'arms': {arm: curve}} of
     the seed it was in, or None); ({}, None) when there is no such file. ValueError (one
-    line) when it was written with other settings, so that runs made with different flags
-    are never pooled."""
+    line) when it is damaged, edited or not one this command wrote (its SHA-256 does not
+    match its content, or its content is not shaped as written), and when it was written
+    with other settings, so that runs made with different flags are never pooled."""
     if partial is None or not partial.exists():
         return {}, None
     import json
+    restart = "; delete it to start again"
     try:
         stored = json.loads(partial.read_text())
-        found, runs = stored["settings"], stored["runs"]
-        started = stored.get("in_progress")
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{partial}: expected the per-seed runs of an interrupted "
-                         f"--seeds run, found an unreadable file ({error}); delete it to "
-                         f"start again") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{partial}: expected the per-seed runs of an interrupted --seeds "
+                         f"run, found unreadable JSON ({error}){restart}") from None
+    if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
+        raise ValueError(f"{partial}: expected the per-seed runs of an interrupted --seeds "
+                         f"run (an object with 'settings'), found {str(stored)[:80]!r}"
+                         f"{restart}")
+    if stored.get("sha256") != content_sha256(stored):
+        raise ValueError(f"{partial}: its content does not match its SHA-256 (damaged, "
+                         f"edited, or written before checksums){restart}")
+    found, runs, started = stored["settings"], stored.get("runs"), stored.get("in_progress")
     if found != settings:
         changed = sorted(k for k in set(found) | set(settings)
                          if found.get(k) != settings.get(k))
@@ -601,6 +636,16 @@ def finished_seeds(partial, settings: dict) -> tuple[dict, dict | None]:
                          f"{[found.get(k) for k in changed]} there, "
                          f"{[settings.get(k) for k in changed]} now); rerun with those "
                          f"flags or delete it to start again")
+    if not isinstance(runs, dict) or not all(str(k).isdigit() for k in runs):
+        raise ValueError(f"{partial}: expected 'runs' as {{seed: run}}, found "
+                         f"{str(runs)[:80]!r}{restart}")
+    for seed, run in runs.items():
+        _check_run(run, f"{partial} seed {seed}")
+    if started is not None and not (isinstance(started, dict)
+                                    and isinstance(started.get("seed"), int)
+                                    and isinstance(started.get("arms"), dict)):
+        raise ValueError(f"{partial}: expected 'in_progress' as {{'seed', 'arms'}} or null, "
+                         f"found {str(started)[:80]!r}{restart}")
     return {int(seed): run for seed, run in runs.items()}, started
 
 
@@ -635,9 +680,7 @@ def main(argv):
 
             def save(in_progress=None):
                 if partial is not None:
-                    write_json(partial, {"settings": settings,
-                                         "runs": {str(s): r for s, r in runs.items()},
-                                         "in_progress": in_progress})
+                    write_json(partial, partial_record(settings, runs, in_progress))
             for seed in seeds:
                 if seed in runs:
                     print(f"{directory} seed {seed}: reused from {partial}")

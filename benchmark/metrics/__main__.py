@@ -23,6 +23,7 @@ from benchmark.atomic import write_json
 from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
                                resolve_settings)
+from benchmark.metrics import codes as codes_lib
 
 SCHEMA_VERSION = 1
 
@@ -58,33 +59,10 @@ def _describe(values: dict) -> str:
 
 
 def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """(factors, codes) from an npz; ValueError naming the file when it is not one.
-
-    Truncated or corrupt archives fail in the zip layer (BadZipFile), the deflate stream
-    (zlib.error), the .npy header (ValueError, SyntaxError, TokenError) or the array body
-    (ValueError, EOFError): each becomes one ValueError naming the file.
-    """
-    import tokenize
-    import zipfile
-    import zlib
-
-    read_errors = (OSError, EOFError, KeyError, SyntaxError, MemoryError,
-                   zipfile.BadZipFile, zlib.error, tokenize.TokenError)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            missing = [k for k in ("factors", "codes") if k not in npz.files]
-            if missing:
-                raise ValueError(f"{path}: expected arrays 'factors' and 'codes', found "
-                                 f"{npz.files}")
-            return npz["factors"], npz["codes"]
-    except read_errors as error:
-        raise ValueError(f"{path}: could not read an npz file (truncated or corrupt?): "
-                         f"{type(error).__name__}: {error}") from error
-    except ValueError as error:
-        if str(error).startswith(str(path)):
-            raise
-        raise ValueError(f"{path}: expected plain arrays 'factors' and 'codes': {error}"
-                         ) from error
+    """(factors, codes) from an npz; ValueError naming the file when it is not one
+    (codes_lib.read_npz)."""
+    arrays = codes_lib.read_npz(path, ("factors", "codes"))
+    return arrays["factors"], arrays["codes"]
 
 
 @cli_main

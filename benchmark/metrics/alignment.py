@@ -77,12 +77,8 @@ def run_misalignment(run_dir, columns: Sequence[int] = (0, 1),
 
 
 def _read_codes(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as saved:
-            return saved["factors"], saved["codes"]
-    except (OSError, ValueError, KeyError) as error:
-        raise codes_lib.MetricInputError(f"{path}: expected an npz with 'factors' and "
-                                         f"'codes' arrays ({error})") from None
+    arrays = codes_lib.read_npz(path, ("factors", "codes"))
+    return arrays["factors"], arrays["codes"]
 
 
 def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:

@@ -108,6 +108,44 @@ def check_code_array(codes, min_samples: int = 2, metric: str = "metric",
     return codes
 
 
+def read_npz(path, names, what: str = "") -> dict[str, np.ndarray]:
+    """{name: array} of the arrays `names` of an .npz data file, read with
+    allow_pickle=False; MetricInputError naming the file, what was expected (`what`, e.g.
+    "the export's manifest says how") and what was found otherwise: a truncated or corrupt
+    archive (zip, deflate, .npy header or body), missing arrays, object arrays, or a file
+    that is no archive at all (numpy would read it only by unpickling it, which a data file
+    never is)."""
+    import tokenize
+    import zipfile
+    import zlib
+
+    expected = (f"expected an .npz with the arrays {', '.join(repr(n) for n in names)}"
+                + (f" ({what})" if what else ""))
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            if not hasattr(saved, "files"):
+                raise MetricInputError(f"{path}: {expected}, found a single .npy array")
+            missing = [n for n in names if n not in saved.files]
+            if missing:
+                raise MetricInputError(f"{path}: {expected}, found {saved.files}")
+            return {name: saved[name] for name in names}
+    except MetricInputError:
+        raise
+    except ValueError as error:
+        if "allow_pickle" in str(error):
+            found = ("object arrays, which are read only by unpickling (never done for a "
+                     "data file)" if zipfile.is_zipfile(path) else
+                     "a file that is no .npz archive (numpy would read it only by unpickling "
+                     "it, never done for a data file)")
+        else:
+            found = f"an unreadable file ({error})"
+        raise MetricInputError(f"{path}: {expected}, found {found}") from None
+    except (OSError, EOFError, KeyError, SyntaxError, MemoryError, zipfile.BadZipFile,
+            zlib.error, tokenize.TokenError) as error:
+        raise MetricInputError(f"{path}: {expected}, found an unreadable file (truncated or "
+                               f"corrupt? {type(error).__name__}: {error})") from None
+
+
 #: images per call of the representation in `sample_codes` (at least the sampling batch)
 ENCODE_BATCH_SIZE = 256
 

@@ -79,6 +79,23 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
                        f"--output_dir={tmp_path / 'audit3'}")
     assert changed.returncode == 2
     assert "images are not the ones the reference makes now" in changed.stderr
+    # a codes file cut in half, then an exported arm file replaced: one line each
+    manifest["arms"]["wave@0.3"]["pixels_digest"] = wave["pixels_digest"]
+    (export_dir / "manifest.json").write_text(json.dumps(manifest))
+    codes_file = export_dir / "codes" / "wave@0.3" / "seed1.npz"
+    codes_file.write_bytes(codes_file.read_bytes()[: codes_file.stat().st_size // 2])
+    cut = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica4",
+                   f"--output_dir={tmp_path / 'audit4'}")
+    assert cut.returncode == 2 and "Traceback" not in cut.stderr, cut.stderr[-2000:]
+    assert "truncated or corrupt" in cut.stderr.strip().splitlines()[-1]
+    np.savez(codes_file, codes=np.zeros((1024, 2)))
+    arm_file = export_dir / wave["file"]
+    arm_file.write_bytes(arm_file.read_bytes() + b"\0")
+    replaced = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica5",
+                        f"--output_dir={tmp_path / 'audit5'}")
+    assert replaced.returncode == 2, replaced.stderr[-2000:]
+    assert "SHA-256 is not the one the export recorded" in replaced.stderr.splitlines()[-1]
+    assert not (tmp_path / "audit4").exists() and not (tmp_path / "audit5").exists()
 
 
 def test_codes_files_are_checked(tmp_path):
@@ -87,15 +104,32 @@ def test_codes_files_are_checked(tmp_path):
     assert external.read_codes(path, 4).shape == (4, 2)
     with pytest.raises(ValueError, match=r"expected codes of shape \(5, d\)"):
         external.read_codes(path, 5)
-    np.savez(path, codes=np.array([[1.0, np.nan]]))
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        external.read_codes(path, 1)
+    np.savez(path, codes=np.array([[1.0, np.nan], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="NaN/inf"):
+        external.read_codes(path, 2)
+    for odd in (np.ones((4, 2)) * (1 + 1j), np.ones((4, 2), dtype="timedelta64[s]"),
+                np.ones((4, 2), dtype=bool)):
+        np.savez(path, codes=odd)
+        with pytest.raises(ValueError, match="expected numeric codes"):
+            external.read_codes(path, 4)
+    np.savez(path, codes=np.zeros((4, 2_000_000), dtype=np.float16))
+    with pytest.raises(ValueError, match="more than the limit"):
+        external.read_codes(path, 4)
+    np.savez(path, codes=np.ones((4, 2)))
+    half = path.read_bytes()[: path.stat().st_size // 2]
+    path.write_bytes(half)
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        external.read_codes(path, 4)
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(ValueError, match="no .npz archive") as refused:
+        external.read_codes(path, 4)
+    assert "allow_pickle" not in str(refused.value)
     np.savez(path, other=np.ones(3))
-    with pytest.raises(ValueError, match="the array 'codes'"):
+    with pytest.raises(ValueError, match="the arrays 'codes'"):
         external.read_codes(path, 3)
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object))
     (tmp_path / "objects.npy").rename(tmp_path / "o.npz")
-    with pytest.raises(ValueError, match="unreadable"):
+    with pytest.raises(ValueError, match="only by unpickling"):
         external.read_codes(tmp_path / "o.npz", 1)
     with pytest.raises(FileNotFoundError, match="manifest.json"):
         external.read_manifest(tmp_path)

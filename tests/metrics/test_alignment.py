@@ -98,5 +98,5 @@ def test_code_misalignment_averages_the_latents_that_follow_the_plane(tmp_path):
     assert alignment.run_misalignment(tmp_path / "absent") is None
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "eval_codes.npz").write_bytes(b"not an npz")
-    with pytest.raises(codes.MetricInputError, match="expected an npz"):
+    with pytest.raises(codes.MetricInputError, match="expected an .npz"):
         alignment.run_misalignment(tmp_path / "bad")

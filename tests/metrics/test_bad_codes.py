@@ -50,7 +50,20 @@ def test_cli_on_a_truncated_file_exits_2_with_one_line(tmp_path):
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    assert f"error: {path}: could not read an npz file" in result.stderr
+    assert f"error: {path}: expected an .npz with the arrays 'factors', 'codes', found an " \
+        "unreadable file (truncated or corrupt?" in result.stderr
+
+
+def test_cli_never_suggests_unpickling_a_data_file(tmp_path):
+    path = tmp_path / "random.npz"
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    result = subprocess.run([sys.executable, "-m", "benchmark.metrics", "evaluate",
+                             f"--codes={path}", "--metrics=mig"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "no .npz archive" in result.stderr.splitlines()[-1]
+    assert "allow_pickle" not in result.stderr
 
 
 def test_huge_codes_are_refused_before_any_work():

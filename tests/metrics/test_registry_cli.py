@@ -81,7 +81,7 @@ def test_cli_evaluate_writes_json(tmp_path):
 
 
 @pytest.mark.parametrize("arrays, message", [
-    ({"factors": np.zeros((50, 2), int)}, "expected arrays 'factors' and 'codes'"),
+    ({"factors": np.zeros((50, 2), int)}, "expected an .npz with the arrays 'factors', 'codes', found"),
     ({"factors": np.zeros((50, 2), int), "codes": np.zeros((50, 3))}, "single value"),
     ({"factors": np.arange(100).reshape(50, 2), "codes": np.full((50, 3), np.nan)}, "NaN"),
 ])

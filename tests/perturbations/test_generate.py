@@ -251,9 +251,8 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     settings = {"artefact": str(art), "steps": 1, "batch_size": 2, "eval_every": 1,
                 "eval_images": 4, "source": None, "arms": ["original", "modified"],
                 "match_to": "modified", "method": readapt.METHOD}
-    (tmp_path / "seeds.json.partial.json").write_text(json.dumps(
-        {"settings": settings, "runs": {}, "in_progress": {"seed": 0,
-                                                           "arms": {"original": kept}}}))
+    (tmp_path / "seeds.json.partial.json").write_text(json.dumps(readapt.partial_record(
+        settings, {}, {"seed": 0, "arms": {"original": kept}})))
     resumed = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=1",
          "--eval_every=1", "--eval_images=4", "--batch_size=2", "--seeds=0,1",

@@ -161,9 +161,11 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
 
     from tests.cli import python_m
 
+    from perturbations.readapt import partial_record
+
     def run(modified, noisy):
-        return {"gate": {"arm_advantage_end": {"modified": modified,
-                                               "noisy@matched": noisy}}}
+        return {"arms": {}, "gate": {"arm_advantage_end": {"modified": modified,
+                                                           "noisy@matched": noisy}}}
     out = tmp_path / "seeds.json"
     arms = "--arms=original,modified,noisy@matched"
     settings = {"artefact": str(tmp_path / "art"), "steps": 5, "batch_size": 64,
@@ -171,8 +173,8 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
                 "arms": ["original", "modified", "noisy@matched"], "match_to": "modified",
                 "method": METHOD}
     partial = tmp_path / "seeds.json.partial.json"
-    partial.write_text(json.dumps({"settings": settings, "runs": {
-        "0": run(-1.0, -0.5), "1": run(-0.8, 0.3), "2": run(-0.9, -0.6), "7": run(9, 9)}}))
+    partial.write_text(json.dumps(partial_record(settings, {
+        "0": run(-1.0, -0.5), "1": run(-0.8, 0.3), "2": run(-0.9, -0.6), "7": run(9, 9)})))
     result = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
                       "--seeds=0,1,2", f"--out={out}")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -181,7 +183,7 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
     assert sorted(written["runs"]) == ["0", "1", "2"] and written["across_seeds"]["seeds"] == [
         0, 1, 2]
     assert not partial.exists()
-    partial.write_text(json.dumps({"settings": settings, "runs": {"0": run(-1.0, -0.5)}}))
+    partial.write_text(json.dumps(partial_record(settings, {"0": run(-1.0, -0.5)})))
     refused = python_m("perturbations.readapt", tmp_path / "art", "--steps=6", arms,
                        "--seeds=0,1", f"--out={out}")
     assert refused.returncode == 2
@@ -189,7 +191,27 @@ def test_an_interrupted_seeds_run_resumes_from_its_finished_seeds(tmp_path):
     partial.write_text("{not json")
     broken = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
                       "--seeds=0,1", f"--out={out}")
-    assert broken.returncode == 2 and "unreadable file" in broken.stderr.splitlines()[-1]
+    assert broken.returncode == 2 and "unreadable JSON" in broken.stderr.splitlines()[-1]
+    # damaged, edited or fabricated files: one line each, never taken as results
+    genuine = partial_record(settings, {"0": run(-1.0, -0.5), "1": run(-0.8, 0.3)})
+    edited = json.loads(json.dumps(genuine))
+    edited["runs"]["1"]["gate"]["arm_advantage_end"]["modified"] = -9.0
+    fabricated = {"settings": settings, "runs": genuine["runs"]}         # no checksum
+    for content, words in ((edited, "does not match its SHA-256"),
+                           (fabricated, "does not match its SHA-256"),
+                           ([1, 2], "an object with 'settings'"),
+                           ({"settings": 3}, "an object with 'settings'"),
+                           (partial_record(settings, {"x": run(0, 0)}), "'runs' as {seed"),
+                           (partial_record(settings, {"0": {"gate": 5}}), "seed 0: expected"),
+                           (partial_record(settings, {"0": run(0, "a")}), "seed 0: expected"),
+                           (partial_record(settings, {}, {"seed": "0"}), "'in_progress'")):
+        partial.write_text(json.dumps(content))
+        tampered = python_m("perturbations.readapt", tmp_path / "art", "--steps=5", arms,
+                            "--seeds=0,1", f"--out={out}")
+        assert tampered.returncode == 2 and "Traceback" not in tampered.stderr, \
+            tampered.stderr[-2000:]
+        assert words in tampered.stderr.splitlines()[-1], (words, tampered.stderr[-500:])
+        assert not out.exists() or "-9.0" not in out.read_text()
 
 
 def test_the_evaluation_sample_is_the_grid_or_distinct_images():
@@ -213,13 +235,13 @@ def test_the_evaluation_sample_is_the_grid_or_distinct_images():
 
 
 def test_a_partial_run_of_an_earlier_readapt_version_is_named_as_such(tmp_path):
-    from perturbations.readapt import finished_seeds
+    from perturbations.readapt import finished_seeds, partial_record
 
     settings = {"artefact": "a", "steps": 5, "method": METHOD}
     partial = tmp_path / "seeds.json.partial.json"
-    partial.write_text(json.dumps({"settings": {**settings, "method": None}, "runs": {}}))
+    partial.write_text(json.dumps(partial_record({**settings, "method": None}, {})))
     with pytest.raises(ValueError, match="another version of readapt"):
         finished_seeds(partial, settings)
-    partial.write_text(json.dumps({"settings": {**settings, "steps": 9}, "runs": {}}))
+    partial.write_text(json.dumps(partial_record({**settings, "steps": 9}, {})))
     with pytest.raises(ValueError, match="rerun with those flags"):
         finished_seeds(partial, settings)
