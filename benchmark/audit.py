@@ -903,6 +903,10 @@ def main(argv):
     # another configuration (benchmark/study.py); DirectoryLocked is a UserError
     with user_errors(FileNotFoundError, ValueError):
         seeds = [int(s) for s in FLAGS.seeds]
+        if not seeds or len(set(seeds)) != len(seeds) or not all(0 <= s < 2**32
+                                                                 for s in seeds):
+            raise ValueError(f"--seeds: expected distinct seeds in [0, 2**32), at least one, "
+                             f"found {FLAGS.seeds}")
         if not (0 < FLAGS.alpha < 1 and FLAGS.margin_fraction > 0):
             raise ValueError(f"expected 0 < --alpha < 1 and --margin_fraction > 0, found "
                              f"{FLAGS.alpha} and {FLAGS.margin_fraction}")

@@ -178,6 +178,10 @@ def read_manifest(export_dir) -> dict:
     if not ok:
         raise ValueError(f"{path}: expected 'reference', integer 'seeds' and 'arms' with "
                          "their image counts")
+    seeds = manifest["seeds"]
+    if not seeds or len(set(seeds)) != len(seeds) or not all(0 <= s < 2**32 for s in seeds):
+        raise ValueError(f"{path}: expected 'seeds' as distinct seeds in [0, 2**32), at "
+                         f"least one, found {str(seeds)[:80]}")
     return manifest
 
 

@@ -30,6 +30,7 @@ from absl import app, flags
 
 from benchmark import config
 from benchmark.errors import ConfigError, cli_main, run_command, user_errors
+from benchmark.processes import end_with_parent
 
 FLAGS = flags.FLAGS
 
@@ -130,7 +131,7 @@ def run_stages(stages: list[dict], backend: str = "local", workers: int = 1,
         command = stage_command(stage, backend, workers, address, dry_run)
         announce(f"[{i}/{len(stages)}] {stage['name']} ({stage['kind']}): "
                  + " ".join(command[1:]))
-        code = subprocess.run(command, env=env).returncode
+        code = subprocess.run(command, env=env, preexec_fn=end_with_parent()).returncode
         if code != 0:
             announce(f"stage {stage['name']} {'(dry run) ' if dry_run else ''}exited with "
                      f"status {code}; the stages after it did not start. Rerun the same "

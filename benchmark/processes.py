@@ -1,4 +1,5 @@
-"""The runner processes of a study: start one, and stop them all on Ctrl-C.
+"""The runner processes of a study: start one, and stop them all on Ctrl-C, or when the
+study itself dies (`end_with_parent`: however it dies, kill -9 included).
 
 Kept apart from benchmark/study.py, which registers gin configurables, so that a Ray worker
 can import `run_in_worker` by name: a function of a module run as `__main__` (`python -m
@@ -7,9 +8,11 @@ benchmark.study`) would be pickled by value, with the module's lock, and fail.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -20,6 +23,27 @@ _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 #: seconds an interrupted run gets to write its checkpoint and exit before it is killed
 STOP_GRACE_SECONDS = 30.0
+#: Linux prctl option: the signal a process gets when the thread that started it ends
+_PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(sig: int = signal.SIGINT):
+    """A `preexec_fn` for subprocess: the child is sent `sig` when the process that
+    started it dies, however it dies (kill -9, the OOM killer), so a killed pipeline or
+    study leaves no study or run running on (SIGINT: a run keeps its last checkpoint, a
+    study stops its own runs). Linux only (prctl PR_SET_PDEATHSIG); None elsewhere. Start
+    the child from a thread that outlives it (the signal follows the starting thread)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    parent = os.getpid()
+
+    def arrange() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:        # it died before the child could arrange it
+            os.kill(os.getpid(), sig)
+    return arrange
+
 
 
 def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
@@ -30,6 +54,7 @@ def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
             return 130, "not started: the study was interrupted"
         process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=end_with_parent(),
                                    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
         _LIVE_RUNS.add(process)
     try:

@@ -150,7 +150,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     if precision not in ("float32", "mixed_bfloat16"):
         raise RunError(f"run.precision must be 'float32' or 'mixed_bfloat16', found "
                        f"{precision!r}")
-    seed = _count("seed", seed, 0)
+    seed = _count("seed", seed, 0, 2**32 - 1)          # numpy legacy seeding's range
     steps = _count("steps", steps, 1, MAX_STEPS)
     threads = _count("threads", threads, 1, 1024)
     batch_size = _count("batch_size", batch_size, 1)

@@ -44,7 +44,8 @@ from benchmark.data.change import change_path
 from benchmark.errors import (USER_ERROR_EXIT, ConfigError, cli_main, run_command,
                               user_errors)
 from benchmark.lock import LOCKED_MARK, directory_lock, is_locked
-from benchmark.processes import _STOPPING, run_in_worker, run_one, stop_runs
+from benchmark.processes import (_STOPPING, end_with_parent, run_in_worker, run_one,
+                                 stop_runs)
 
 FLAGS = flags.FLAGS
 
@@ -357,6 +358,7 @@ def expected_identities(specs: list) -> dict:
     payload = json.dumps([{"name": s.name, "gin_files": list(s.gin_files),
                            "bindings": list(s.bindings)} for s in specs])
     result = subprocess.run([sys.executable, "-m", "benchmark.identities"], input=payload,
+                            preexec_fn=end_with_parent(),
                             capture_output=True, text=True, cwd=os.getcwd(),
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     lines = result.stdout.strip().splitlines()

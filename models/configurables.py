@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gin
 
+from benchmark.errors import ConfigError
 from models import registry
 from models.optimizers import OPTIMIZERS
 
@@ -38,7 +39,7 @@ def configured_model(observation_shape, **arguments):
     override `model.*` bindings."""
     if "method" not in arguments and "method" not in gin.get_bindings(
             "model", resolve_references=False):
-        raise ValueError(f"model.method is not set; bind one of {', '.join(registry.MODELS)}"
+        raise ConfigError(f"model.method is not set; bind one of {', '.join(registry.MODELS)}"
                          f" (e.g. model.method = 'beta_vae')")
     return _make_model(observation_shape, settings=bound_settings(), **arguments)
 

@@ -38,6 +38,7 @@ from benchmark import results as results_lib
 from benchmark import train as train_lib
 from benchmark.errors import UserError
 from models.configurables import configured_model
+from benchmark.processes import end_with_parent
 from perturbations.artefact import ArtefactError, is_integer, is_number, read_json_object
 
 #: what a published reference directory holds beside PUBLISHED_RECORD
@@ -65,6 +66,7 @@ def train_reference(gin_files, gin_bindings, seed: int, run_dir) -> pathlib.Path
             *[f"--gin_bindings={b}" for b in gin_bindings],
             f"--gin_bindings=run.seed = {int(seed)}", f"--output_dir={run_dir}"]
     result = subprocess.run(args, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                            preexec_fn=end_with_parent(),
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise ReferenceError(f"reference run {run_dir} (seed {seed}) failed:\n"

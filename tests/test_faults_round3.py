@@ -284,3 +284,53 @@ def test_r9_overwrite_removes_only_the_event_files_the_run_listed(tmp_path):
     assert not (run / own[0]).exists()
     assert "kept files the suite did not write: tb/events.out.tfevents.1700000000" \
         in replaced.stderr
+
+
+# R8 -----------------------------------------------------------------------------------
+
+def _processes_writing(directory) -> list[int]:
+    """pids of live processes whose command line names `directory`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                args = handle.read().decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as handle:
+                zombie = handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if str(directory) in args and not zombie:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.slow
+def test_r8_a_killed_pipeline_ends_its_study_and_runs(tmp_path):
+    pool = (tmp_path / "pool").resolve()
+    tiny = [*TINY, "run.steps = 3000", "run.checkpoint_every = 50"]
+    bindings = {"restarts_dsprites": [f"study.output_dir = '{pool}'", "study.seeds = [0]",
+                                      f"study.bindings = {tiny!r}"]}
+    args = [sys.executable, "-m", "benchmark.pipeline",
+            "--gin_file=pipelines/zietlow2021_paper.gin", "--stages=restarts_dsprites",
+            f"--gin_bindings=pipeline.stage_bindings = {bindings!r}"]
+    pipeline = subprocess.Popen(args, cwd=ROOT, env=environment(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = pool / "runs" / "beta_vae_dsprites_original_seed0"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (run_dir / "checkpoints" / "checkpoint").exists():
+        time.sleep(0.2)
+    assert (run_dir / "checkpoints" / "checkpoint").exists(), "the run never started"
+    assert len(_processes_writing(pool)) >= 2                # the study and its run
+    pipeline.kill()                                          # kill -9 the pipeline alone
+    pipeline.wait()
+    deadline = time.time() + 90
+    while time.time() < deadline and _processes_writing(pool):
+        time.sleep(0.5)
+    assert _processes_writing(pool) == [], "the pipeline's children outlived it"
+    again = subprocess.run(args, cwd=ROOT, env=environment(), capture_output=True,
+                           text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert "being written by another process" not in again.stderr
+    assert json.loads((run_dir / "results.json").read_text())["resumed_from"] > 0

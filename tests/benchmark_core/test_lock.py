@@ -40,7 +40,22 @@ def test_second_writer_fails_naming_a_live_holder_and_a_dead_ones_lock_is_taken(
     assert record["pid"] == process.pid              # still names the dead holder ...
     with directory_lock(tmp_path / "dir", "next writer"):     # ... but is free
         assert json.loads((tmp_path / "dir" / LOCK_NAME).read_text())["pid"] == os.getpid()
-    assert (tmp_path / "dir" / LOCK_NAME).read_text() == ""      # released: names no one
+    assert not (tmp_path / "dir" / LOCK_NAME).exists()      # released: the lock file goes
+
+
+def test_a_refused_command_leaves_no_directory_and_a_used_one_keeps_its_files(tmp_path):
+    target = tmp_path / "a" / "b" / "out"
+    with pytest.raises(ValueError):
+        with directory_lock(target):
+            raise ValueError("refused before writing")
+    assert not (tmp_path / "a").exists()
+    with directory_lock(target):
+        (target / "result.txt").write_text("kept")
+    assert sorted(p.name for p in target.iterdir()) == ["result.txt"]
+    (tmp_path / "shared").mkdir()
+    with directory_lock(tmp_path / "shared", name=".file.npz.lock"):
+        assert (tmp_path / "shared" / ".file.npz.lock").exists()
+    assert (tmp_path / "shared").is_dir() and not list((tmp_path / "shared").iterdir())
 
 
 def test_lock_is_released_when_the_block_fails(tmp_path):
