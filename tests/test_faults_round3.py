@@ -334,3 +334,65 @@ def test_r8_a_killed_pipeline_ends_its_study_and_runs(tmp_path):
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
     assert "being written by another process" not in again.stderr
     assert json.loads((run_dir / "results.json").read_text())["resumed_from"] > 0
+
+
+# R7 -----------------------------------------------------------------------------------
+
+def _run_refused(tmp_path, output_dir, *bindings):
+    return _command("benchmark.run", "--gin_file=models/beta_vae.gin",
+                    "--gin_file=datasets/dsprites.gin",
+                    *[f"--gin_bindings={b}" for b in (*TINY, *bindings)],
+                    f"--output_dir={output_dir}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["too_long", "a_file", "under_a_file", "proc", "loop",
+                                  "not_utf8", "seed_2_64", "no_metrics", "empty_gin"])
+def test_r7_bad_output_paths_and_settings_are_one_line_and_leave_nothing(tmp_path, case):
+    (tmp_path / "a_file").write_text("mine")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "empty.gin").write_text("")
+    output = {"too_long": tmp_path / ("x" * 300), "a_file": tmp_path / "a_file",
+              "under_a_file": tmp_path / "a_file" / "run", "proc": "/proc/x/run",
+              "loop": tmp_path / "loop" / "run",
+              "not_utf8": os.fsdecode(bytes(tmp_path / "run") + b"\xff\xfe")}.get(
+                  case, tmp_path / "run")
+    before = _files(tmp_path)
+    if case == "empty_gin":
+        result = _command("benchmark.run", f"--gin_file={tmp_path / 'empty.gin'}",
+                          f"--output_dir={output}")
+        _one_line_error(result, "model.method is not set")
+    else:
+        binding = {"seed_2_64": ["run.seed = 18446744073709551616"],
+                   "no_metrics": ["run.metrics = []"]}.get(case, [])
+        result = _run_refused(tmp_path, output, *binding)
+        words = {"seed_2_64": "run.seed must be an integer in [0, 4294967295]",
+                 "no_metrics": "run.metrics is empty", "not_utf8": "UTF-8",
+                 "a_file": "a file, not a directory, is there",
+                 "under_a_file": "a file, not a directory, is there",
+                 "loop": "Too many levels of symbolic links", "too_long": "File name too long",
+                 "proc": "cannot make the output directory"}[case]
+        _one_line_error(result, words)
+    assert _files(tmp_path) == before                       # nothing written, no .lock
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, args, words", [
+    ("benchmark.study", ["--workers=-1"], "--workers"),
+    ("benchmark.study", ["--workers=0"], "--workers"),
+    ("benchmark.study", ["--gin_bindings=study.seeds = []"], "study.seeds is empty"),
+])
+def test_r7_study_settings_accepted_silently_before_are_refused(tmp_path, command, args,
+                                                                 words):
+    out = tmp_path / "study"
+    result = _command(command, *_study(out), *args)
+    _one_line_error(result, words)
+    assert not out.exists()
+
+
+def test_r7_an_export_manifest_without_seeds_is_one_line(tmp_path):
+    from benchmark import external
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "arms": {"original": {"images": 4}}, "seeds": [], "reference": "r"}))
+    with pytest.raises(ValueError, match="expected 'seeds' as distinct seeds"):
+        external.read_manifest(tmp_path)
