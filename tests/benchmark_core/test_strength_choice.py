@@ -1,0 +1,107 @@
+"""The registered rule that picks the battery's strength (benchmark/strength_choice.py),
+on codes and runs whose answer is known."""
+
+import numpy as np
+import pytest
+
+from benchmark import strength_choice
+from benchmark.errors import UserError
+
+
+def _grid():
+    x, y = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    return np.column_stack([x.ravel(), y.ravel()])
+
+
+def test_code_measures_tell_a_turned_code_from_an_aligned_and_a_nonlinear_one():
+    factors = _grid()
+    rng = np.random.default_rng(0)
+    f = (factors - factors.mean(0)) / factors.std(0)
+    aligned = f + 0.01 * rng.normal(size=f.shape)
+    angle = np.radians(40)
+    turned = f @ np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    nonlinear = np.column_stack([np.sin(3 * f[:, 0]), np.cos(3 * f[:, 1])])
+    a = strength_choice.code_measures(factors, aligned)
+    t = strength_choice.code_measures(factors, turned)
+    n = strength_choice.code_measures(factors, nonlinear)
+    assert a["misalignment"] < 1 and a["linear_r2"] > 0.99 and a["factor_r2"] > 0.99
+    assert t["misalignment"] == pytest.approx(40, abs=0.5)
+    assert t["linear_r2"] > 0.99 and t["factor_r2"] > 0.99       # turned, nothing lost
+    assert n["linear_r2"] < 0.5 and n["factor_r2"] < 0.5
+    assert n["misalignment"] is None                                # no latent follows it
+
+
+def _runs(angles, dci, r2=0.95):
+    return [{"run": f"r{i}", "MIG": 0.3, "DCI-I": d, "misalignment": a, "linear_r2": r2,
+             "factor_r2": r2} for i, (a, d) in enumerate(zip(angles, dci))]
+
+
+def test_choose_picks_the_smallest_strength_that_turns_linearly_and_keeps_information():
+    runs = {0.0: _runs([3, 5, 4, 6], [0.95] * 4),
+            0.1: _runs([5, 7, 4, 6], [0.95] * 4),                   # not turned
+            0.2: _runs([30, 28, 35, 33], [0.93, 0.94, 0.92, 0.93]),  # turned, kept
+            0.3: _runs([40, 42, 41, 39], [0.94] * 4)}
+    choice = strength_choice.choose(runs)
+    rows = {r["strength"]: r for r in choice["strengths"]}
+    assert choice["chosen"] == 0.2
+    assert not rows[0.1]["turned"] and rows[0.2]["turned"] and rows[0.2]["kept"]
+    assert rows[0.2]["misalignment_p"] < 0.05
+    assert "Chosen strength: 0.2" in strength_choice.table_lines(choice)[-1]
+
+
+@pytest.mark.parametrize("arm, failed", [
+    (_runs([30, 28, 35, 33], [0.80] * 4), "kept"),                 # information lost
+    (_runs([30, 28, 35, 33], [0.95] * 4, r2=0.2), "linear"),       # no longer linear
+    (_runs([30, 2, 3, 33], [0.95] * 4), "turned"),                 # not shown above original
+])
+def test_choose_names_which_criterion_failed(arm, failed):
+    choice = strength_choice.choose({0.0: _runs([3, 5, 4, 6], [0.95] * 4), 0.2: arm})
+    assert choice["chosen"] is None
+    row = choice["strengths"][1]
+    assert row[failed] is False and not row["meets"]
+    assert "none: no strength meets the rule" in strength_choice.table_lines(choice)[-1]
+
+
+def test_choose_needs_the_original():
+    with pytest.raises(UserError, match="no original runs"):
+        strength_choice.choose({0.2: _runs([30], [0.9])})
+
+
+def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
+    """`python -m benchmark.strength_choice STUDY_DIR` on a pilot whose codes are known: the
+    original aligned, wave@0.1 aligned, wave@0.2 turned by 35 degrees (linear, nothing lost)."""
+    import json
+
+    from benchmark import results
+    from tests.cli import python_m
+
+    study = tmp_path / "pilot"
+    study.mkdir()
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "variants": ["original", "wave@0.1", "wave@0.2"], "datasets": ["dsprites"]}}))
+    factors = _grid()
+    f = (factors - factors.mean(0)) / factors.std(0)
+    for variant, angle in (("original", 0), ("wave@0.1", 2), ("wave@0.2", 35)):
+        for seed in range(3):
+            a = np.radians(angle + seed)
+            codes = f @ np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+            run = study / "runs" / f"beta_vae_dsprites_{variant}_seed{seed}"
+            run.mkdir(parents=True)
+            np.savez(run / "eval_codes.npz", factors=factors, codes=codes)
+            base, _, eps = variant.partition("@")
+            results.write(run, model="beta_vae", seed=seed,
+                          dataset={"name": "dsprites", "variant": base,
+                                   **({"eps": float(eps)} if eps else {})},
+                          scores={"mig": {"mig": 0.5},
+                                  "dci": {"dci_informativeness_test": 0.95,
+                                          "dci_disentanglement": 0.5,
+                                          "dci_completeness": 0.5}},
+                          final_losses={}, gin_config=f"run.seed = {seed}")
+    result = python_m("benchmark.strength_choice", str(study))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Chosen strength: 0.2" in result.stdout
+    written = json.loads((study / "strength_choice.json").read_text())
+    assert written["chosen"] == 0.2 and written["model"] == "beta_vae"
+    refused = python_m("benchmark.strength_choice", str(tmp_path / "none"))
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
+        "error: ")
