@@ -58,7 +58,7 @@ from benchmark.errors import UserError, cli_main, run_command, user_errors
 from benchmark.lock import LOCK_NAME, directory_lock
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics import health
-from models.configurables import configured_model
+from models.configurables import check_bound_method, configured_model
 from perturbations.artefact import load_variant
 
 SCHEMA_VERSION = results_lib.SCHEMA_VERSION
@@ -414,6 +414,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     RunError / ConfigError / ConfigMismatch / DirectoryLocked (clear messages, before
     training) and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
     settings = run_settings()
+    check_bound_method()                 # an unset or unknown method: before any data loads
     threads = machine.pin_threads(settings["threads"])
     if threads != settings["threads"]:
         logging.warning("run.threads = %d, but TensorFlow already runs in this process with "

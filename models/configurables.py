@@ -33,14 +33,25 @@ def bound_settings() -> dict[str, dict]:
     return {name: gin.get_bindings(name) for name in registry.CONFIGURABLES}
 
 
+def check_bound_method(method=None) -> str:
+    """The method gin binds (`model.method`, or `method` when given): ConfigError, one line,
+    when it is unset or not a registered method. Cheap: called before any data loads."""
+    if method is None:
+        method = gin.get_bindings("model", resolve_references=False).get("method")
+    if method is None:
+        raise ConfigError(f"model.method is not set; bind one of {', '.join(registry.MODELS)}"
+                          f" (e.g. model.method = 'beta_vae')")
+    if isinstance(method, str) and method not in registry.MODELS:    # (a macro: later)
+        raise ConfigError(f"unknown model.method {method!r}; expected one of "
+                          f"{', '.join(registry.MODELS)}")
+    return method
+
+
 def configured_model(observation_shape, **arguments):
     """`registry.make_model` for images of `observation_shape` (h, w, c), its arguments
     (`model.*`) and every part's settings from gin; `arguments` (method, num_latents, ...)
     override `model.*` bindings."""
-    if "method" not in arguments and "method" not in gin.get_bindings(
-            "model", resolve_references=False):
-        raise ConfigError(f"model.method is not set; bind one of {', '.join(registry.MODELS)}"
-                         f" (e.g. model.method = 'beta_vae')")
+    check_bound_method(arguments.get("method"))
     return _make_model(observation_shape, settings=bound_settings(), **arguments)
 
 

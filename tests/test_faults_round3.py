@@ -396,3 +396,19 @@ def test_r7_an_export_manifest_without_seeds_is_one_line(tmp_path):
         "arms": {"original": {"images": 4}}, "seeds": [], "reference": "r"}))
     with pytest.raises(ValueError, match="expected 'seeds' as distinct seeds"):
         external.read_manifest(tmp_path)
+
+
+# Issue 61 item 6: typed by hand (no TF_CPP_MIN_LOG_LEVEL), the first line is the error
+
+@pytest.mark.parametrize("binding, words", [
+    ("model.method = 'beta_vea'", "unknown model.method 'beta_vea'"),
+    ("run.steps = 0", "run.steps must be an integer"),
+])
+def test_the_first_line_a_user_sees_is_the_error(tmp_path, binding, words):
+    env = {k: v for k, v in environment().items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-m", "benchmark.run",
+                             "--gin_file=models/beta_vae.gin", f"--gin_bindings={binding}",
+                             f"--output_dir={tmp_path / 'run'}"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and lines[0].startswith(f"error: {words}"), lines[:5]

@@ -266,7 +266,7 @@ def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_p
     ("run.batch_size = 2.5", "run.batch_size must be an integer >= 1, found 2.5"),
     ("run.metrics = ['mig', 'dcii']", r"run.metrics: unknown metric\(s\) \['dcii'\]"),
     ("run.metrics = 'mig'", "run.metrics must be a list of metric names"),
-    ("run.seed = True", "run.seed must be an integer in [0, 4294967295], found True"),
+    ("run.seed = True", r"run.seed must be an integer in \[0, 4294967295\], found True"),
     ("run.shared_eval_sample = 1", "run.shared_eval_sample must be True or False, found 1"),
     ("run.eval_every = 3", r"run.eval_every must be a multiple of run.checkpoint_every \(2\)"),
 ])
