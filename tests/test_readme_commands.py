@@ -10,6 +10,7 @@ battery (the plan needs that reference's runs in the checkout); the same command
 and decides at tiny scale in tests/benchmark_core/test_audit.py."""
 
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -112,9 +113,23 @@ def _write_codes(export: pathlib.Path) -> None:
 
 
 def _run(words: list[str], checkout: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", words[2], *_tiny(words, checkout)],
-                          cwd=checkout, env={**environment(), "PYTHONPATH": str(checkout)},
+    """The command as typed (`python -m ...`) in a shell where the README's environment is
+    active (`source .venv/bin/activate`: its bin/ first on PATH): `python` is found on
+    PATH, not given as this interpreter's path."""
+    venv_bin = str(pathlib.Path(sys.executable).parent)
+    env = {**environment(), "PYTHONPATH": str(checkout),
+           "PATH": os.pathsep.join([venv_bin, os.environ.get("PATH", "")]),
+           "VIRTUAL_ENV": str(pathlib.Path(venv_bin).parent)}
+    assert words[0] == "python", words
+    return subprocess.run([shutil.which("python", path=env["PATH"]), "-m", words[2],
+                           *_tiny(words, checkout)], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=900)
+
+
+def test_the_readme_says_how_to_run_its_commands_after_the_two():
+    two = README.index("make test ")
+    note = README.index("source .venv/bin/activate")
+    assert two < note < README.index("python -m "), "the note must come before any command"
 
 
 #: the README's `audit score` needs what its `audit export` wrote: it runs in that
