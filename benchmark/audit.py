@@ -71,7 +71,7 @@ import os
 import pathlib
 
 import numpy as np
-from absl import app, flags
+from absl import app, flags, logging
 
 from benchmark import battery as battery_lib
 from benchmark import config, external, machine, mechanism, report, stats, study
@@ -754,8 +754,12 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     manipulated, controls = compared[1], compared[2:]
     sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
     labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
-    runs = mechanism.with_misalignment(report.load_runs(output_dir), battery.get("plane"),
-                                       output_dir)
+    found = report.load_runs(output_dir)
+    runs = [r for r in found if int(r["seed"]) in {int(s) for s in seeds}]
+    if len(runs) < len(found):       # a verdict on exactly the seeds it names
+        logging.info("audit: %d run(s) in %s of seeds other than %s left out", len(found) -
+                     len(runs), output_dir, sorted(int(s) for s in seeds))
+    runs = mechanism.with_misalignment(runs, battery.get("plane"), output_dir)
     method_names = sorted({r["model"] for r in runs})
     method_model = method_names[0] if len(method_names) == 1 else name
     reference_runs = mechanism.with_misalignment(reference_runs, battery.get("plane"),

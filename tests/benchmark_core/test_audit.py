@@ -412,6 +412,27 @@ def test_an_audit_of_a_reference_model_keeps_the_two_apart(tmp_path):
     assert "Verdict: ROBUST" in path.read_text()
 
 
+def test_the_verdict_rests_on_exactly_the_seeds_it_names(tmp_path):
+    """An output directory holding runs of seeds 0-4 audited with seeds 0, 1, 2: the runs
+    of seeds 3 and 4 are left out of every count and test (issue 61 item 3)."""
+    reference = _geometry_reference(tmp_path / "reference")
+    settings = audit.audit_settings("models/beta_vae.gin", "beta_vae", [0, 1, 2],
+                                    audit.reference_settings(reference), str(tmp_path / "a"))
+    for variant in GEOMETRY:
+        base, _, eps = variant.partition("@")
+        for i in range(5):
+            run = tmp_path / "a" / "runs" / f"beta_vae_dsprites_{variant}_seed{i}"
+            _result(run, "beta_vae", base, i, 0.45 + 0.01 * i + (0.3 if i > 2 else 0), 0.5,
+                    eps=float(eps) if eps else None)
+            _codes(run, 2.0 + i, i)
+    audit.write_audit("beta_vae", [0, 1, 2], audit.reference_settings(reference),
+                      reference, settings, tmp_path / "a", 0.05, 0.5, failed=[])
+    result = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert result["method_runs"] == 15
+    assert result["method_drops"]["original_mean"] == pytest.approx(0.46)
+    assert result["method_drops"]["wave@0.3"]["n_original"] == 3
+
+
 def test_arms_are_found_as_the_report_labels_them():
     from benchmark import battery, report
     assert battery.label("noisy@0.1000001", "dsprites") == report.nominal([{
