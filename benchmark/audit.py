@@ -629,6 +629,10 @@ def reference_cost(reference_runs: list[dict]) -> dict | None:
             "cpu": measured[0].get("cpu") if measured else None}
 
 
+def _minutes(seconds: float) -> str:
+    return "under a minute" if seconds < 60 else f"{seconds / 60:.0f} min"
+
+
 def plan(settings: dict, reference_runs: list[dict], workers: int = 1) -> dict:
     """{'runs', 'finished', 'to_run', 'seconds_per_run' (None unknown), 'estimate_seconds'
     (None unknown), 'text'}: what the audit will train and about how long it takes.
@@ -646,12 +650,14 @@ def plan(settings: dict, reference_runs: list[dict], workers: int = 1) -> dict:
     text = (f"audit plan: {len(specs)} runs ({len(settings['variants'])} arms × "
             f"{len(settings['seeds'])} seeds), {len(done)} finished, {to_run} to train")
     per_run = estimate = None
-    if cost and cost["cpu_seconds"] is not None:
+    if to_run == 0:
+        text += "; nothing to train"
+    elif cost and cost["cpu_seconds"] is not None:
         cores = os.cpu_count() or 1
         parallel = min(cores, workers * cost["threads"])
         per_run = cost["cpu_seconds"] / min(cores, cost["threads"])
         estimate = to_run * cost["cpu_seconds"] / parallel
-        text += (f"; about {estimate / 60:.0f} min: a reference run used "
+        text += (f"; about {_minutes(estimate)}: a reference run used "
                  f"{cost['cpu_seconds'] / 60:.1f} CPU-min ({cost['measured']} runs measured"
                  f"{', ' + cost['cpu'] if cost['cpu'] else ''}), spread over {parallel:g} of "
                  f"this machine's {cores} cores ({workers} worker(s) × {cost['threads']} "
@@ -659,7 +665,7 @@ def plan(settings: dict, reference_runs: list[dict], workers: int = 1) -> dict:
     elif cost:
         per_run = cost["wall_seconds"]
         estimate = to_run * per_run / workers
-        text += (f"; at most about {estimate / 60:.0f} min at the reference runs' mean wall "
+        text += (f"; at most about {_minutes(estimate)} at the reference runs' mean wall "
                  f"time, {per_run / 60:.1f} min, on {workers} worker(s) (their CPU time was "
                  "not recorded, and runs that shared their cores took longer than alone: "
                  "an upper bound; a VAE-sized method)")

@@ -242,6 +242,11 @@ def test_the_plan_estimates_from_cpu_time_not_from_wall_time_that_shared_cores(
     assert old["estimate_seconds"] == pytest.approx(10 * 1600.0)
     assert "at most about 267 min" in old["text"] and "upper bound" in old["text"]
     assert audit.plan(settings, [], workers=1)["estimate_seconds"] is None
+    # everything finished: no "about 0 min" (issue 61 item 7)
+    monkeypatch.setattr(audit.study, "run_states",
+                        lambda out, specs: ({s.name for s in specs}, {}, {}))
+    finished = audit.plan(settings, legacy, workers=1)
+    assert finished["to_run"] == 0 and finished["text"].endswith("; nothing to train")
 
 
 def test_robust_is_equivalence_within_the_margin():
