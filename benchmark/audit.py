@@ -69,6 +69,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
 
 import numpy as np
 from absl import app, flags, logging
@@ -690,7 +691,8 @@ def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | 
     other = {a: n for a, n in (runs_per_arm or {}).items() if n and n != len(seeds)}
     extra = (f" ({', '.join(f'{n} on {a}' for a, n in other.items())})" if other else "")
     sentence = (f"Battery: {reference.get('name', pathlib.Path(reference_dir).name)} "
-                f"(`{reference_dir}`), {_steps(reference['bindings'])} steps, "
+                f"(`{reference_dir}`), whose reference models trained "
+                f"{_steps(reference['bindings'])} steps; the method's "
                 f"{len(seeds)} seed(s) per arm{extra}; the manipulation "
                 f"{battery['manipulated']} "
                 f"against its controls {', '.join(battery['controls'])}.")
@@ -929,6 +931,10 @@ def main(argv):
             reference, settings = _external_settings(reference_dir, seeds, strengths)
             print(external.export(reference_dir, reference, settings, FLAGS.out,
                                   strengths))
+            if len(seeds) < 2:
+                print(f"note: --seeds={','.join(map(str, seeds))}: a verdict needs at least "
+                      "2 seeds an arm (it tests drops across seeds); export with more to "
+                      "score a verdict", file=sys.stderr)
             return
         if command == "score":
             if not (FLAGS.export and FLAGS.name):

@@ -119,7 +119,7 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
         suffix = ".npz" if data.name == "dsprites" else ".h5"
         path = out / label / f"{data.name}_{label}{suffix}"
         path.parent.mkdir(parents=True, exist_ok=True)
-        export_official(data, str(path), progress=False)
+        export_official(data, str(path), progress=False, grey_levels=True)
         manifest_arms[label] = {"variant": variant, "file": str(path.relative_to(out)),
                                 "images": int(data.num_images),
                                 "pixels_digest": _arm_digest(data),
@@ -131,8 +131,45 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
         "seeds": [int(s) for s in seeds],
         "strengths": None if strengths is None else [float(s) for s in strengths],
         "arms": manifest_arms,
+        "images": images_format(data),
+        "protocol": protocol(reference, settings),
         "codes_format": "one npz per arm and seed with the array 'codes', float "
                         "(images, d): row i the code of image i of the arm's file"})
+
+
+def images_format(data) -> dict:
+    """How every arm's file stores its images and factors (the same for all arms)."""
+    from benchmark.data.export import official_grid, subset_of
+    from benchmark.data.files import DSPRITES_LATENT_NAMES
+    sizes, _, fixed = official_grid(data)
+    dsprites = data.name == "dsprites"
+    whole = getattr(subset_of(data), "base", None) or data
+    names = list(DSPRITES_LATENT_NAMES) if dsprites else list(whole.factor_names)
+    sizes = [1, *sizes] if dsprites else list(sizes)
+    return {
+        "dtype": "float16" if dsprites else "uint8",
+        "range": [0, 1] if dsprites else [0, 255],
+        "scale": ("every arm, the original included: pixel values in [0, 1], no division "
+                  "by 255" if dsprites else "uint8 in [0, 255]: divide by 255"),
+        "read_keys": (["imgs", "latents_classes", "latents_values"] if dsprites
+                      else ["images", "labels"]),
+        "note": ("'metadata' is a pickled dict as in the official file: read the keys "
+                 "above with allow_pickle=False; this manifest holds what it says"
+                 if dsprites else "the official 3dshapes.h5 layout"),
+        "factor_names": names, "factor_sizes": [int(n) for n in sizes],
+        "varying_factors": [n for n, size in zip(names, sizes) if size > 1],
+        "fixed_factors": fixed,
+    }
+
+
+def protocol(reference: dict, settings: dict) -> dict:
+    """The reference's training protocol, which a comparable external model follows: the
+    bindings every reference run shares (steps, batch, latents, data) and each reference
+    model's gin file (its method's own settings, e.g. beta)."""
+    return {"bindings": list(reference.get("bindings", [])),
+            "models": dict(reference.get("models", {})),
+            "note": "train the method as the reference models were (same number of latents, "
+                    "steps and batch where they apply), once per seed, on each arm's file"}
 
 
 def _check_arm_files(export_dir: pathlib.Path, manifest: dict) -> None:

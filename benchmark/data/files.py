@@ -408,17 +408,23 @@ def _chunks(n: int, chunk: int, progress: bool, desc: str):
 DSPRITES_LATENT_NAMES = ("color", "shape", "scale", "orientation", "posX", "posY")
 
 
-def dsprites_metadata(factor_sizes: Sequence[int], latents_values: np.ndarray) -> dict:
+def dsprites_metadata(factor_sizes: Sequence[int], latents_values: np.ndarray,
+                      fixed: dict | None = None) -> dict:
     """The official file's `metadata` dict (the keys disentanglement_lib and most dSprites
-    loaders read, e.g. `data["metadata"][()]["latents_sizes"]`)."""
+    loaders read, e.g. `data["metadata"][()]["latents_sizes"]`), plus 'varying_factors'
+    (the names of the factors with more than one value) and 'fixed_factors' ({name:
+    official class} of a reduced dataset's fixed factors; {} for the whole one)."""
     sizes = np.asarray(factor_sizes, dtype=np.int64)
+    names = DSPRITES_LATENT_NAMES[:len(sizes)]
     per_factor = _values_per_factor(np.asarray(latents_values, np.float64), sizes)
     return {"title": "dSprites dataset (written by disentangle-bench)",
             "description": "Rows in the official order (last factor fastest); imgs are 0/1 "
                            "uint8 (binary) or float16 in [0, 1] (grey-level variants).",
             "version": 1, "author": "disentangle-bench export",
-            "latents_names": DSPRITES_LATENT_NAMES[:len(sizes)], "latents_sizes": sizes,
-            "latents_possible_values": dict(zip(DSPRITES_LATENT_NAMES, per_factor))}
+            "latents_names": names, "latents_sizes": sizes,
+            "latents_possible_values": dict(zip(DSPRITES_LATENT_NAMES, per_factor)),
+            "varying_factors": [n for n, size in zip(names, sizes) if size > 1],
+            "fixed_factors": dict(fixed or {})}
 
 
 def _values_per_factor(values: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
@@ -442,7 +448,7 @@ def _write_npy_member(archive: zipfile.ZipFile, name: str, shape: tuple, dtype,
 def write_dsprites_npz(path, images_fn: Callable[[np.ndarray], np.ndarray],
                       factor_sizes: Sequence[int], latents_values: np.ndarray,
                       grey_levels: bool = False, chunk: int = 4096,
-                      progress: bool = True) -> None:
+                      progress: bool = True, fixed: dict | None = None) -> None:
     """Writes the official dSprites layout (compressed npz) to `path`, atomically.
 
     images_fn(indices int64 (m,)) -> uint8 (m, 64, 64): 0/1, or 0..255 with `grey_levels`.
@@ -472,7 +478,7 @@ def write_dsprites_npz(path, images_fn: Callable[[np.ndarray], np.ndarray],
             _write_npy_member(archive, name, array.shape, array.dtype, [array])
         with archive.open("metadata.npy", "w") as member:
             np.lib.format.write_array(member, np.array(
-                dsprites_metadata(factor_sizes, latents_values), dtype=object),
+                dsprites_metadata(factor_sizes, latents_values, fixed), dtype=object),
                 allow_pickle=True)
 
 

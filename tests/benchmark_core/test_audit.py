@@ -474,7 +474,7 @@ def test_the_scope_names_arms_with_runs_of_other_seeds():
     battery = {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}
     even = _scope(reference, "ref", battery, [0, 1, 2], None, None,
                   {"original": 3, "wave@0.3": 3})
-    assert "800 steps, 3 seed(s) per arm; the manipulation wave@0.3" in even
+    assert "trained 800 steps; the method's 3 seed(s) per arm; the manipulation wave@0.3" in even
     extended = _scope(reference, "ref", battery, [0, 1, 2], None, None,
                       {"original": 13, "wave@0.3": 3})
     assert "3 seed(s) per arm (13 on original);" in extended

@@ -34,7 +34,21 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
         levels = np.unique(images)                           # grey levels k / 255, not 0/1
         assert len(levels) > 2 and np.allclose(levels * 255, np.rint(levels * 255), atol=0.1)
     with np.load(export_dir / manifest["arms"]["original"]["file"], allow_pickle=False) as f:
-        assert set(np.unique(f["imgs"])) <= {0, 1}
+        assert set(np.unique(f["imgs"])) <= {0, 1} and f["imgs"].dtype == np.float16
+        classes, values = f["latents_classes"], f["latents_values"]
+    # one dtype and scale for every arm, the official six factor columns, and what varies
+    images = manifest["images"]
+    assert images["dtype"] == "float16" and images["range"] == [0, 1]
+    assert images["factor_names"] == ["color", "shape", "scale", "orientation", "posX",
+                                      "posY"]
+    assert images["varying_factors"] == ["posX", "posY"]
+    assert images["fixed_factors"] == {"shape": 1, "scale": 5, "orientation": 0}
+    assert images["factor_sizes"] == [1, 1, 1, 1, 32, 32]
+    assert classes.shape == (1024, 6) and (classes[:, :4] == 0).all()
+    assert values[0, 1] == 2.0 and values[0, 2] == 1.0     # an ellipse at the largest scale
+    assert "run.steps = 4" in manifest["protocol"]["bindings"] or any(
+        "run.steps" in b for b in manifest["protocol"]["bindings"])
+    assert "at least 2 seeds" not in exported.stderr
 
     out = tmp_path / "audit"
     early = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
