@@ -99,7 +99,10 @@ def define_flags() -> None:
     flags.DEFINE_string("name", None, "Name of the method in the audit (default: the gin "
                         "file's stem).")
     flags.DEFINE_list("seeds", [str(s) for s in DEFAULT_SEEDS], "Seeds per arm: more "
-                      "seeds, more power and time.")
+                      "seeds, more power and time. Given, every arm's verdict rests on these "
+                      "seeds alone; by default the audit also counts the finished runs of "
+                      "other seeds in its directory (a registered extension of an arm, named "
+                      "in the verdict's scope).")
     flags.DEFINE_list("strengths", None, "Strengths of the reference's dose-response sweep to "
                       "train (default: all of them); the manipulated arm and its controls "
                       "are always trained. Fewer strengths, less time.")
@@ -735,7 +738,7 @@ def _dose_lines(rows: list[dict], models, alpha: float) -> list[str]:
 
 def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, workers: int = 1,
               alpha: float = ALPHA, margin_fraction: float = MARGIN_FRACTION,
-              strengths=None, announce=print) -> pathlib.Path:
+              strengths=None, announce=print, only_seeds: bool = True) -> pathlib.Path:
     """Trains what is missing, writes audit.md / audit.json (and dose_response.png with a
     sweep); returns audit.md. announce: called with the plan's text before any training."""
     reference = reference_settings(reference_dir)
@@ -747,14 +750,17 @@ def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, worker
                         f"({', '.join(summary['stopped'][:3])}); no verdict was written on "
                         "fewer seeds than planned: the same command resumes them")
     return write_audit(name, seeds, reference, reference_dir, settings, output_dir, alpha,
-                       margin_fraction, summary["failed"])
+                       margin_fraction, summary["failed"], only_seeds=only_seeds)
 
 
 def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict,
-                output_dir, alpha: float, margin_fraction: float, failed) -> pathlib.Path:
+                output_dir, alpha: float, margin_fraction: float, failed,
+                only_seeds: bool = True) -> pathlib.Path:
     """Decides the verdict on the method's finished runs in output_dir/runs (trained by
     the audit, or scored from codes written elsewhere: benchmark/external.py) and writes
-    audit.md, audit.json, dose_response.png and the report; returns audit.md."""
+    audit.md, audit.json, dose_response.png and the report; returns audit.md. only_seeds:
+    the runs of `seeds` alone (the user named them); False: every finished run there (a
+    registered extension of an arm to more seeds included, named in the scope)."""
     battery = settings["battery"]
     reference_runs = report.load_runs(reference_dir)
     dataset = settings["datasets"][0]
@@ -763,7 +769,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     sweep = battery_lib.sweep_of(battery, dataset, settings["variants"])
     labels = list(dict.fromkeys([*compared, *(arm for _, arm in sweep)]))
     found = report.load_runs(output_dir)
-    runs = [r for r in found if int(r["seed"]) in {int(s) for s in seeds}]
+    runs = [r for r in found if not only_seeds or int(r["seed"]) in {int(s) for s in seeds}]
     if len(runs) < len(found):       # a verdict on exactly the seeds it names
         logging.info("audit: %d run(s) in %s of seeds other than %s left out", len(found) -
                      len(runs), output_dir, sorted(int(s) for s in seeds))
@@ -968,7 +974,8 @@ def main(argv):
                 print(f"  {spec.name}")
             return
         path = run_audit(str(gin_path), name, seeds, reference_dir, output_dir,
-                         FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction, strengths)
+                         FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction, strengths,
+                         only_seeds=FLAGS["seeds"].present > 0)
     print(path.read_text().split("\n")[2])
     print(path)
 
