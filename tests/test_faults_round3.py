@@ -412,3 +412,32 @@ def test_the_first_line_a_user_sees_is_the_error(tmp_path, binding, words):
                             capture_output=True, text=True, timeout=300)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and lines[0].startswith(f"error: {words}"), lines[:5]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["complex", "timedelta", "too_large", "manifest_no_seeds"])
+def test_r7_odd_codes_and_manifests_are_one_line(tmp_path, case):
+    """As users met them: `metrics evaluate` on complex, timedelta or oversized codes
+    (accepted before, the imaginary part dropped; 1.9 GB reached), `audit score` on a
+    manifest without seeds (a traceback before)."""
+    import numpy as np
+    if case == "manifest_no_seeds":
+        export = tmp_path / "export"
+        export.mkdir()
+        (export / "manifest.json").write_text(json.dumps({
+            "arms": {"original": {"images": 4}}, "seeds": [], "reference": "r"}))
+        result = _command("benchmark.audit", "score", f"--export={export}", "--name=m",
+                          f"--output_dir={tmp_path / 'out'}")
+        _one_line_error(result, "expected 'seeds' as distinct seeds")
+        assert not (tmp_path / "out").exists()
+        return
+    factors = np.tile(np.arange(4), 256).reshape(1024, 1)
+    codes = {"complex": np.ones((1024, 2)) * (1 + 1j),
+             "timedelta": np.ones((1024, 2), dtype="timedelta64[s]"),
+             "too_large": np.zeros((1024, 6000), dtype=np.float16)}[case]
+    path = tmp_path / "codes.npz"
+    np.savez(path, factors=factors, codes=codes)
+    result = _command("benchmark.metrics", "evaluate", f"--codes={path}", "--metrics=mig",
+                      BENCHMARK_MAX_CODE_VALUES="5000000")
+    _one_line_error(result, "more than the limit" if case == "too_large"
+                    else "expected numeric codes")
