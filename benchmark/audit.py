@@ -809,6 +809,8 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                    {arm: len(r["kept"]) + len(r["overpruned"])
                     for arm, r in runs_by_model[method_key].items()})
     dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
+    health_known = any(r.get("health_known", True) for arm in runs_by_model[method_key].values()
+                       for r in arm["kept"] + arm["overpruned"])
     pruning = {m: overpruning({v: scores[key][v] for v in compared})
                for m, key in [("method", method_key), *((m, m) for m, _ in REFERENCES)]}
     payload = {"method": name, "model_name": method_model, "dataset": dataset,
@@ -827,7 +829,8 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                "dose_response": dose,
                "turning": {m: battery_lib.turning_strength(dose, m, alpha)
                            for m in runs_by_model} if dose else {},
-               "overpruning": pruning, "reference_study": str(reference_dir),
+               "overpruning": pruning if health_known else {**pruning, "method": None},
+               "reference_study": str(reference_dir),
                "failed_runs": list(failed), "method_runs": own,
                "artefact_warnings": flagged, "reference_completeness": complete,
                "excluded_overpruned": sum(a["overpruned"] for a in pruning["method"].values())}
@@ -891,6 +894,11 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
               "|---|" + "---|" * len(compared)]
     for label, key in ((f"**{name}**", "method"), ("β-VAE (reference)", "beta_vae"),
                        ("AE (reference)", "ae"), ("PCL (reference)", "pcl")):
+        if key == "method" and not health_known:
+            lines.append(f"| {label} | " + " | ".join(
+                ["unknown: codes scored from files carry no posterior variances"]
+                + ["unknown"] * (len(compared) - 1)) + " |")
+            continue
         lines += _pruning_lines(label, pruning[key], compared)
     lines.append("")
     if failed:

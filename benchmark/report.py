@@ -119,6 +119,7 @@ def _load(results_dir):
         records.append({"model": row["model"], "dataset": row["dataset"], "variant": variant,
                         "setting": setting, "seed": row["seed"],
                         "overpruned": False if _missing(overpruned) else bool(overpruned),
+                        "health_known": not _missing(overpruned),
                         "values": values, "run_dir": row["run_dir"]})
     kept = {id(r) for r in separate_configurations(deduplicate(records))}
     rows = [i for i, r in enumerate(records) if id(r) in kept]

@@ -72,6 +72,9 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
     assert mig["n"] == 2 and 0.0 <= mig["mean"] <= 1.0
     assert result["method_drops"]["wave@0.3"]["n_original"] == 2
     assert "Verdict:" in (out / "audit.md").read_text()
+    # codes from files carry no posterior variances: over-pruning unknown, not "0/2"
+    assert "| **ica** | unknown: codes scored from files" in (out / "audit.md").read_text()
+    assert result["overpruning"]["method"] is None
 
     # a directory of trained runs is not mixed with scored codes
     (tmp_path / "trained" / "runs" / "x").mkdir(parents=True)
