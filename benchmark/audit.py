@@ -118,6 +118,9 @@ def define_flags() -> None:
     flags.DEFINE_string("output_dir", None, "Audit directory (default runs/audit_<name>; "
                         "publishing is an explicit copy into results/).")
     flags.DEFINE_integer("workers", 1, "Runs at a time.", lower_bound=1)
+    flags.DEFINE_integer("runs_per_process", 1, "Runs one process trains in sequence "
+                         "(TensorFlow's start paid once; the same numbers as alone).",
+                         lower_bound=1)
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
     flags.DEFINE_float("margin_fraction", MARGIN_FRACTION, "Equivalence margin of ROBUST, as "
                        "a fraction of the reference beta-VAE's relative MIG drop on the "
@@ -738,13 +741,14 @@ def _dose_lines(rows: list[dict], models, alpha: float) -> list[str]:
 
 def run_audit(gin_file: str, name: str, seeds, reference_dir, output_dir, workers: int = 1,
               alpha: float = ALPHA, margin_fraction: float = MARGIN_FRACTION,
-              strengths=None, announce=print, only_seeds: bool = True) -> pathlib.Path:
+              strengths=None, announce=print, only_seeds: bool = True,
+              runs_per_process: int = 1) -> pathlib.Path:
     """Trains what is missing, writes audit.md / audit.json (and dose_response.png with a
     sweep); returns audit.md. announce: called with the plan's text before any training."""
     reference = reference_settings(reference_dir)
     settings = audit_settings(gin_file, name, seeds, reference, str(output_dir), strengths)
     announce(plan(settings, report.load_runs(reference_dir), workers)["text"])
-    summary = study.execute(settings, workers=workers)
+    summary = study.execute(settings, workers=workers, runs_per_process=runs_per_process)
     if summary["stopped"]:
         raise UserError(f"{len(summary['stopped'])} run(s) were stopped before they finished "
                         f"({', '.join(summary['stopped'][:3])}); no verdict was written on "
@@ -983,7 +987,8 @@ def main(argv):
             return
         path = run_audit(str(gin_path), name, seeds, reference_dir, output_dir,
                          FLAGS.workers, FLAGS.alpha, FLAGS.margin_fraction, strengths,
-                         only_seeds=FLAGS["seeds"].present > 0)
+                         only_seeds=FLAGS["seeds"].present > 0,
+                         runs_per_process=FLAGS.runs_per_process)
     print(path.read_text().split("\n")[2])
     print(path)
 

@@ -130,6 +130,22 @@ def header() -> str:
             f"threads: {threads}")
 
 
+#: when the current run started in a process that runs several (benchmark/worker.py)
+_RUN_STARTED: list[float] = []
+
+
+def mark_run_start() -> None:
+    """The current run starts now: `setup_seconds` counts from here, not from the
+    process's start (a worker process runs several runs in sequence)."""
+    _RUN_STARTED[:] = [time.monotonic()]
+
+
+def setup_seconds() -> float | None:
+    """Seconds since the current run started: since `mark_run_start` when a worker marked
+    it, else since this process started (`process_age`)."""
+    return time.monotonic() - _RUN_STARTED[0] if _RUN_STARTED else process_age()
+
+
 def process_age() -> float | None:
     """Seconds since this process started (interpreter start-up and imports included), from
     /proc (10 ms resolution); None where /proc is not there."""

@@ -65,6 +65,70 @@ def run_one(command: list[str], cwd: str | None = None) -> tuple[int, str]:
     return process.returncode, stderr[-4000:]
 
 
+def run_batch(specs: list[dict], cwd: str | None, on_result) -> None:
+    """Runs `specs` ([{'name', 'gin_files', 'bindings', 'output_dir'}]) in one worker
+    process (`python -m benchmark.worker`), calling on_result(name, exit code, stderr
+    tail, seconds) as each run ends, and once for every run the worker did not report: the
+    run it was in when it died gets the worker's exit status (a signal: negative, i.e.
+    stopped; a crash: 1), the runs after it 130, not started. Known to `stop_runs` like a
+    run of `run_one`. Never raises: a worker that cannot start reports every run as
+    failed (exit 1)."""
+    import collections
+    import json
+
+    names = [s["name"] for s in specs]
+    reported: set = set()
+
+    def report(name, code, tail, seconds):
+        reported.add(name)
+        on_result(name, code, tail, seconds)
+
+    process = None
+    try:
+        with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                for name in names:
+                    report(name, 130, "not started: the study was interrupted", 0.0)
+                return
+            process = subprocess.Popen(
+                [sys.executable, "-m", "benchmark.worker"], cwd=cwd, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                preexec_fn=end_with_parent(),
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+            _LIVE_RUNS.add(process)
+        tail = collections.deque(maxlen=400)
+        drain = threading.Thread(target=lambda: tail.extend(process.stderr), daemon=True)
+        drain.start()
+        process.stdin.write(json.dumps(specs))
+        process.stdin.close()
+        for line in process.stdout:
+            try:
+                result = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(result, dict) and result.get("name") in names \
+                    and result["name"] not in reported:
+                report(result["name"], int(result.get("exit_code", 1)),
+                       str(result.get("stderr_tail", "")), float(result.get("seconds", 0.0)))
+        process.wait()
+        drain.join(timeout=10)
+        left = [n for n in names if n not in reported]
+        for i, name in enumerate(left):
+            if i == 0:
+                code = process.returncode if process.returncode not in (0, None) else 1
+                report(name, code, "".join(tail)[-4000:] or
+                       f"the worker ended (exit {process.returncode}) during this run", 0.0)
+            else:
+                report(name, 130, "not started: the worker ended before it", 0.0)
+    except Exception as error:            # Popen itself failed: every run unreported fails
+        for name in [n for n in names if n not in reported]:
+            report(name, 1, f"the worker could not run: {error!r}", 0.0)
+    finally:
+        if process is not None:
+            with _LIVE_LOCK:
+                _LIVE_RUNS.discard(process)
+
+
 def stop_runs(grace: float = STOP_GRACE_SECONDS) -> int:
     """Sends SIGINT to every live run of `run_one` (a run keeps its last checkpoint and
     exits 130), waits up to `grace` seconds in all, then kills the ones left; returns how

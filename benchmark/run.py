@@ -636,7 +636,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             return sheet
 
     start = time.perf_counter()
-    setup_seconds = machine.process_age()
+    setup_seconds = machine.setup_seconds()
     load = machine.LoadMeter().start()
     _claim(output_dir, "checkpoints", "tb", LISTED_INSIDE)
     curve_point, curve_seconds = None, []

@@ -44,8 +44,8 @@ from benchmark.data.change import change_path
 from benchmark.errors import (USER_ERROR_EXIT, ConfigError, cli_main, run_command,
                               user_errors)
 from benchmark.lock import LOCKED_MARK, directory_lock, is_locked
-from benchmark.processes import (_STOPPING, end_with_parent, run_in_worker, run_one,
-                                 stop_runs)
+from benchmark.processes import (_STOPPING, end_with_parent, run_batch, run_in_worker,
+                                 run_one, stop_runs)
 
 FLAGS = flags.FLAGS
 
@@ -62,6 +62,10 @@ def define_flags() -> None:
                         "on this machine, bound to localhost).")
     flags.DEFINE_boolean("retry_failed", False, "Run again the runs recorded as failed.")
     flags.DEFINE_boolean("dry_run", False, "List the runs and their state; train nothing.")
+    flags.DEFINE_integer("runs_per_process", 1, "Local backend: runs one process trains in "
+                         "sequence (benchmark/worker.py), paying TensorFlow's start once; "
+                         "each run gives the numbers it gives alone. 1: a process per run.",
+                         lower_bound=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,6 +300,38 @@ def run_local(commands: dict, workers: int, record) -> None:
         _STOPPING.clear()                 # no worker is left to start anything
 
 
+def run_local_batches(batches: list[list[dict]], workers: int, record) -> None:
+    """Runs each batch of run specs in one worker process (`processes.run_batch`), on
+    `workers` threads, calling record(name, exit code, stderr tail, seconds) in this
+    thread as each run ends. Ctrl-C as `run_local`."""
+    import queue
+
+    _STOPPING.clear()
+    results: queue.Queue = queue.Queue()
+    total = sum(len(b) for b in batches)
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, int(workers)))
+    try:
+        for batch in batches:
+            pool.submit(run_batch, batch, os.getcwd(), lambda *r: results.put(r))
+        for _ in range(total):
+            while True:
+                try:
+                    item = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    continue
+            record(*item)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        stopped = stop_runs()
+        logging.warning("interrupted: %d worker(s) stopped their run at its last checkpoint, "
+                        "the other runs not started", stopped)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        _STOPPING.clear()
+
+
 def _timed_run(command: list[str], cwd: str) -> tuple[int, str, float]:
     started = time.time()
     code, stderr = run_one(command, cwd)
@@ -433,18 +469,22 @@ def progress_bar(total: int, stream=None):
 
 def execute(settings: dict, backend: str = "local", workers: int = 1,
             address: str | None = None, retry_failed: bool = False,
-            dry_run: bool = False) -> dict:
-    """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped'}."""
+            dry_run: bool = False, runs_per_process: int = 1) -> dict:
+    """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped',
+    'stopped', ...}. runs_per_process > 1 (local backend): that many runs per worker
+    process (benchmark/worker.py)."""
     out = pathlib.Path(settings["output_dir"])
     specs = expand(settings)
     if dry_run:
         return _execute(out, settings, specs, backend, workers, address, retry_failed, True)
     with directory_lock(out, f"benchmark.study {settings['name']}"):
-        return _execute(out, settings, specs, backend, workers, address, retry_failed, False)
+        return _execute(out, settings, specs, backend, workers, address, retry_failed, False,
+                        runs_per_process)
 
 
 def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, workers: int,
-             address: str | None, retry_failed: bool, dry_run: bool) -> dict:
+             address: str | None, retry_failed: bool, dry_run: bool,
+             runs_per_process: int = 1) -> dict:
     failed_path = out / "failed.json"
     # runs recorded as failed because they were stopped (written before the suite told the
     # two apart) are unfinished, not failed: they resume like any other
@@ -542,6 +582,13 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     if backend == "ray" and commands:
         for name, code, stderr in _ray_map(commands, address):
             record(name, code, stderr)
+    elif commands and runs_per_process > 1:
+        ordered = [{"name": s.name, "gin_files": list(s.gin_files),
+                    "bindings": list(s.bindings),
+                    "output_dir": str(out.resolve() / "runs" / s.name)} for s in todo]
+        size = max(1, min(int(runs_per_process), -(-len(ordered) // max(1, int(workers)))))
+        run_local_batches([ordered[i:i + size] for i in range(0, len(ordered), size)],
+                          workers, record)
     elif commands:
         run_local(commands, workers, record)
     bar.close()
@@ -642,7 +689,7 @@ def main(argv):
     try:
         with user_errors(ValueError):      # ConfigMismatch; DirectoryLocked is a UserError
             summary = execute(settings, FLAGS.backend, FLAGS.workers, FLAGS.address,
-                              FLAGS.retry_failed, FLAGS.dry_run)
+                              FLAGS.retry_failed, FLAGS.dry_run, FLAGS.runs_per_process)
     except KeyboardInterrupt:
         print(f"interrupted: finished runs and each run's last checkpoint are kept in "
               f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)

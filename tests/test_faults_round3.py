@@ -441,3 +441,28 @@ def test_r7_odd_codes_and_manifests_are_one_line(tmp_path, case):
                       BENCHMARK_MAX_CODE_VALUES="5000000")
     _one_line_error(result, "more than the limit" if case == "too_large"
                     else "expected numeric codes")
+
+
+@pytest.mark.slow
+def test_r3_a_worker_killed_by_a_signal_leaves_its_runs_unfinished_not_failed(tmp_path):
+    out = tmp_path / "study"
+    args = [*_study(out, "study.seeds = [0, 1]", steps=3000), "--runs_per_process=2"]
+    study = subprocess.Popen([sys.executable, "-m", "benchmark.study", *args], cwd=ROOT,
+                             env=environment(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    first = out / "runs" / "ae_dsprites_original_seed0"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (first / "checkpoints" / "checkpoint").exists():
+        time.sleep(0.2)
+    workers = [pid for pid in _processes_writing("benchmark.worker")]
+    assert len(workers) == 1, workers
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = study.communicate(timeout=300)
+    assert study.returncode == 1, stderr[-3000:]
+    assert "2 stopped (rerun to resume)" in stdout, stdout
+    assert not (out / "failed.json").exists() or json.loads(
+        (out / "failed.json").read_text()) == {}
+    again = _command("benchmark.study", *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 finished, 2 ran now, 0 failed" in again.stdout
+    assert json.loads((first / "results.json").read_text())["resumed_from"] > 0
