@@ -22,6 +22,7 @@ machine and bound to localhost unless --address names a cluster.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import os
@@ -278,17 +279,15 @@ def expand(settings: dict) -> list[RunSpec]:
     return sorted(specs, key=lambda spec: seed_rank[spec.bindings[-1]])
 
 
-def run_local(commands: dict, workers: int, record) -> None:
-    """Runs {name: command} on `workers` threads, calling record(name, exit code, stderr
-    tail, seconds the run took) as each ends. On KeyboardInterrupt the runs not started are cancelled and the
-    running ones stopped (`stop_runs`) before it propagates: Ctrl-C ends the study."""
+@contextlib.contextmanager
+def _run_pool(workers: int):
+    """A pool of `workers` threads that start runner processes; on KeyboardInterrupt the
+    runs not started are cancelled and the running processes stopped (`stop_runs`: each
+    keeps its run's last checkpoint) before it propagates: Ctrl-C ends the study."""
     _STOPPING.clear()
     pool = concurrent.futures.ThreadPoolExecutor(max(1, int(workers)))
     try:
-        futures = {pool.submit(_timed_run, cmd, os.getcwd()): name
-                   for name, cmd in commands.items()}
-        for future in concurrent.futures.as_completed(futures):
-            record(futures[future], *future.result())
+        yield pool
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         stopped = stop_runs()
@@ -300,36 +299,34 @@ def run_local(commands: dict, workers: int, record) -> None:
         _STOPPING.clear()                 # no worker is left to start anything
 
 
+def run_local(commands: dict, workers: int, record) -> None:
+    """Runs {name: command} on `workers` threads, calling record(name, exit code, stderr
+    tail, seconds the run took) as each ends; Ctrl-C as `_run_pool`."""
+    with _run_pool(workers) as pool:
+        futures = {pool.submit(_timed_run, cmd, os.getcwd()): name
+                   for name, cmd in commands.items()}
+        for future in concurrent.futures.as_completed(futures):
+            record(futures[future], *future.result())
+
+
 def run_local_batches(batches: list[list[dict]], workers: int, record) -> None:
     """Runs each batch of run specs in one worker process (`processes.run_batch`), on
     `workers` threads, calling record(name, exit code, stderr tail, seconds) in this
-    thread as each run ends. Ctrl-C as `run_local`."""
+    thread as each run ends; Ctrl-C as `_run_pool`."""
     import queue
 
-    _STOPPING.clear()
     results: queue.Queue = queue.Queue()
-    total = sum(len(b) for b in batches)
-    pool = concurrent.futures.ThreadPoolExecutor(max(1, int(workers)))
-    try:
+    with _run_pool(workers) as pool:
         for batch in batches:
             pool.submit(run_batch, batch, os.getcwd(), lambda *r: results.put(r))
-        for _ in range(total):
-            while True:
+        for _ in range(sum(len(b) for b in batches)):
+            while True:                   # a timeout, so that Ctrl-C is seen at once
                 try:
                     item = results.get(timeout=1.0)
                     break
                 except queue.Empty:
                     continue
             record(*item)
-    except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        stopped = stop_runs()
-        logging.warning("interrupted: %d worker(s) stopped their run at its last checkpoint, "
-                        "the other runs not started", stopped)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        _STOPPING.clear()
 
 
 def _timed_run(command: list[str], cwd: str) -> tuple[int, str, float]:
