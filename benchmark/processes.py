@@ -99,7 +99,8 @@ def run_batch(specs: list[dict], cwd: str | None, on_result) -> None:
         tail = collections.deque(maxlen=400)
         drain = threading.Thread(target=lambda: tail.extend(process.stderr), daemon=True)
         drain.start()
-        process.stdin.write(json.dumps(specs))
+        payload = json.dumps(specs)           # the worker's input, on a pipe: no file
+        process.stdin.write(payload)
         process.stdin.close()
         for line in process.stdout:
             try:
