@@ -25,7 +25,7 @@ def _files(directory):
 
 
 def _study(out, *extra, name="r3", steps=None):
-    bindings = [*TINY, *([f"run.steps = {steps}", "run.checkpoint_every = 50"] if steps
+    bindings = [*TINY, *([f"run.steps = {steps}", "run.checkpoint_every = 25"] if steps
                          else [])]
     return [f"--gin_bindings={b}" for b in (
         f"study.name = '{name}'", f"study.output_dir = '{out}'",
@@ -128,7 +128,7 @@ def _runner_pid(run_dir) -> int | None:
 @pytest.mark.slow
 def test_r3_a_study_run_killed_by_a_signal_is_resumed_by_the_next_study_command(tmp_path):
     out = tmp_path / "study"
-    args = _study(out, steps=3000)
+    args = _study(out, steps=1000)
     run_dir = out / "runs" / "ae_dsprites_original_seed0"
     study = subprocess.Popen([sys.executable, "-m", "benchmark.study", *args], cwd=ROOT,
                              env=environment(), stdout=subprocess.PIPE,
@@ -146,8 +146,7 @@ def test_r3_a_study_run_killed_by_a_signal_is_resumed_by_the_next_study_command(
     failed = out / "failed.json"
     assert not failed.exists() or json.loads(failed.read_text()) == {}
     assert not (run_dir / "results.json").exists()
-    # the next study command resumes it (shortened: the same fingerprint needs the same
-    # steps, so the run finishes the 3,000 from its checkpoint)
+    # the next study command resumes it from its checkpoint (the same configuration)
     again = _command("benchmark.study", *args)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 finished, 1 ran now, 0 failed" in again.stdout
@@ -309,7 +308,7 @@ def _processes_writing(directory) -> list[int]:
 @pytest.mark.slow
 def test_r8_a_killed_pipeline_ends_its_study_and_runs(tmp_path):
     pool = (tmp_path / "pool").resolve()
-    tiny = [*TINY, "run.steps = 3000", "run.checkpoint_every = 50"]
+    tiny = [*TINY, "run.steps = 1000", "run.checkpoint_every = 25"]
     bindings = {"restarts_dsprites": [f"study.output_dir = '{pool}'", "study.seeds = [0]",
                                       f"study.bindings = {tiny!r}"]}
     args = [sys.executable, "-m", "benchmark.pipeline",
@@ -446,7 +445,7 @@ def test_r7_odd_codes_and_manifests_are_one_line(tmp_path, case):
 @pytest.mark.slow
 def test_r3_a_worker_killed_by_a_signal_leaves_its_runs_unfinished_not_failed(tmp_path):
     out = tmp_path / "study"
-    args = [*_study(out, "study.seeds = [0, 1]", steps=3000), "--runs_per_process=2"]
+    args = [*_study(out, "study.seeds = [0, 1]", steps=1000), "--runs_per_process=2"]
     study = subprocess.Popen([sys.executable, "-m", "benchmark.study", *args], cwd=ROOT,
                              env=environment(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
