@@ -71,6 +71,7 @@ import os
 import pathlib
 import sys
 
+import gin
 import numpy as np
 from absl import app, flags, logging
 
@@ -87,6 +88,7 @@ ALPHA = stats.ALPHA
 MARGIN_FRACTION = 0.5
 #: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
 DEFAULT_REFERENCE = "results/geometry_cpu"
+MIG_RANGE = battery_lib.MIG_RANGE
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 #: the arms of a reference study written before batteries (battery.LEGACY)
 LEGACY_ARMS = ("original", "modified", "noisy")
@@ -201,7 +203,7 @@ def mig_drops(model_arms: dict) -> dict:
            "seeds_original": len(original)}
     for variant, arm in model_arms.items():
         if variant != "original" and original and arm["kept"]:
-            out[variant] = stats.drop_test(original, arm["kept"])
+            out[variant] = stats.drop_test(original, arm["kept"], score_range=MIG_RANGE)
     return out
 
 
@@ -258,7 +260,8 @@ def positive_control(beta_vae: dict, alpha: float = ALPHA, manipulated: str = "m
     if short:
         return False, None, (f"Positive control not testable: {short}; the study does not "
                              "show the exploitation it tests for.")
-    drop = stats.drop_test(beta_vae["original"]["kept"], beta_vae[manipulated]["kept"])
+    drop = stats.drop_test(beta_vae["original"]["kept"], beta_vae[manipulated]["kept"],
+                           score_range=MIG_RANGE)
     if drop["p_drop"] < alpha:
         return True, drop, (f"Positive control passed: the reference β-VAE's MIG drops "
                             f"significantly on {manipulated} data ({_evidence(drop)}; "
@@ -369,7 +372,7 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
             floor["diff"], stats.pooled_sd(original, baseline), alpha,
             "such a lead over the AE")
     margin = relative * float(np.mean(original))
-    drop = stats.drop_test(original, modified)
+    drop = stats.drop_test(original, modified, score_range=MIG_RANGE)
     tests["drop"] = drop
     equivalence = stats.tost(original, modified, margin, alpha)
     tests["equivalence"] = equivalence
@@ -395,7 +398,8 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
                    "is not at this scale")), "tests": tests, "seeds_needed": None}
         if not equivalence["equivalent"]:
             worst = max(failed, key=lambda c: differences[c]["p"])
-            control_drops = {c: stats.drop_test(original, _values(method[c], include))
+            control_drops = {c: stats.drop_test(original, _values(method[c], include),
+                                                 score_range=MIG_RANGE)
                              for c in failed}
             tests["control_drops"] = control_drops
             hurt = [c for c in failed if control_drops[c]["p_drop"] < alpha]
@@ -923,6 +927,21 @@ def _external_settings(reference_dir, seeds, strengths) -> tuple[dict, dict]:
                                      "unused", strengths)
 
 
+def check_method_config(settings: dict) -> None:
+    """Parses the first planned run's gin files and bindings as its run will, and checks its
+    model.method: a module the method's gin file cannot import (with config.parse_config's
+    hint), a misspelt binding or an unknown method fails here in one line, before the plan
+    is printed or any run starts (not once in every run, minutes later)."""
+    from benchmark import run  # noqa: F401  (registers every configurable a run binds)
+    from models.configurables import check_bound_method
+    spec = study.expand(settings)[0]
+    try:
+        config.parse_config(list(spec.gin_files), list(spec.bindings))
+        check_bound_method()
+    finally:
+        gin.clear_config()
+
+
 @cli_main
 def main(argv):
     command = argv[1] if len(argv) > 1 else None
@@ -976,10 +995,11 @@ def main(argv):
         name = config.check_path_name(FLAGS.name or gin_path.stem,
                                       "--name" if FLAGS.name else "--name (from --gin_file)")
         output_dir = FLAGS.output_dir or f"runs/audit_{name}"
+        reference = reference_settings(reference_dir)
+        settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,
+                                  strengths)
+        check_method_config(settings)              # a dry run too: before any plan
         if FLAGS.dry_run:
-            reference = reference_settings(reference_dir)
-            settings = audit_settings(str(gin_path), name, seeds, reference, output_dir,
-                                      strengths)
             print(plan(settings, report.load_runs(reference_dir), FLAGS.workers)["text"])
             print(f"output directory: {output_dir}")
             for spec in study.expand(settings):

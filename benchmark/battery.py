@@ -26,6 +26,8 @@ LEGACY_VARIANTS = ["original", "modified", "noisy"]
 #: the mean misalignment (degrees) past which a code counts as turned: halfway between the
 #: factor axes (0) and the diagonal (45)
 TURNED_DEG = 22.5
+#: the range a MIG lies in: its intervals are cut to it (stats.clip_interval)
+MIG_RANGE = (0.0, 1.0)
 
 
 def battery_of(settings: dict) -> dict:
@@ -112,11 +114,11 @@ def dose_response(runs_by_model: dict, sweep: list[tuple[float, str]]) -> list[d
                 continue
             mig = [r["values"]["MIG"] for r in kept if "MIG" in r["values"]]
             rows.append({
-                "model": model, "strength": strength, "arm": arm, "mig": mechanism.summary(mig),
+                "model": model, "strength": strength, "arm": arm, "mig": mechanism.summary(mig, MIG_RANGE),
                 "misalignment": mechanism.summary([r["values"]["misalignment"]
                                                    for r in kept
                                                    if "misalignment" in r["values"]]),
-                "drop": (stats.drop_test(original, mig)
+                "drop": (stats.drop_test(original, mig, score_range=MIG_RANGE)
                          if arm != "original" and original and mig else None)})
     return rows
 

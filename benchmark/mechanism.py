@@ -90,9 +90,10 @@ def _saved_alignment(study_dir, plane) -> dict:
                          f"writes, found unreadable content ({error})") from None
 
 
-def summary(values: list[float]) -> dict:
+def summary(values: list[float], bounds=None) -> dict:
     """{'n', 'mean', 'sd', 'ci_low', 'ci_high'}: the 95 % t interval of the mean (None
-    below 2 values; mean None without values)."""
+    below 2 values; mean None without values), cut to `bounds` (lo, hi) when given (the
+    range of the quantity: a MIG's (0, 1))."""
     x = np.asarray(values, float)
     out = {"n": len(x), "mean": float(x.mean()) if len(x) else None, "sd": None,
            "ci_low": None, "ci_high": None}
@@ -100,7 +101,8 @@ def summary(values: list[float]) -> dict:
         sd = float(x.std(ddof=1))
         half = float(sp_stats.t.ppf(0.5 + stats.CONFIDENCE / 2, len(x) - 1)) * sd / math.sqrt(
             len(x))
-        out.update(sd=sd, ci_low=out["mean"] - half, ci_high=out["mean"] + half)
+        low, high = stats.clip_interval(out["mean"] - half, out["mean"] + half, bounds)
+        out.update(sd=sd, ci_low=low, ci_high=high)
     return out
 
 

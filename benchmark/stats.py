@@ -153,14 +153,26 @@ def drop_ci(original, other, confidence: float = CONFIDENCE, seed: int = 0
     return low, high, "welch-t"
 
 
-def drop_test(original, other, confidence: float = CONFIDENCE, seed: int = 0) -> dict:
+def clip_interval(low: float, high: float, bounds=None) -> tuple[float, float]:
+    """(low, high) cut to `bounds` (lo, hi), the range the estimated quantity cannot leave
+    (a t interval at 2 or 3 runs can pass it: a mean MIG's reaches above 1); unchanged
+    when bounds is None."""
+    if bounds is None:
+        return low, high
+    return max(low, bounds[0]), min(high, bounds[1])
+
+
+def drop_test(original, other, confidence: float = CONFIDENCE, seed: int = 0,
+              score_range=None) -> dict:
     """The record of one drop, original → other (scores of independent runs, 1-D each):
     {'drop': mean(original) − mean(other), 'n_original', 'n_other',
      'sd_original', 'sd_other' (ddof 1; None for one value),
      'p_welch': two-sided Welch p, 'p_drop': one-sided Welch p of H1 drop > 0,
      'ci_low', 'ci_high', 'ci_method' (see `drop_ci`), 'df'}.
     With fewer than 2 values a side only the drop, the counts and the spreads are filled;
-    the test fields are None (never a made-up number)."""
+    the test fields are None (never a made-up number). score_range (lo, hi): the range of
+    the scores (a MIG's (0, 1)); the interval is cut to the range a difference of two such
+    scores can take, (lo − hi, hi − lo)."""
     original, other = np.asarray(original, float), np.asarray(other, float)
     out = {"drop": float(original.mean() - other.mean()), "n_original": len(original),
            "n_other": len(other), "sd_original": _sd(original), "sd_other": _sd(other),
@@ -172,8 +184,11 @@ def drop_test(original, other, confidence: float = CONFIDENCE, seed: int = 0) ->
     out["p_drop"] = test["p"]
     out["p_welch"] = welch(original, other)["p"]
     out["df"] = test["df"]
-    out["ci_low"], out["ci_high"], out["ci_method"] = drop_ci(original, other, confidence,
-                                                              seed)
+    low, high, out["ci_method"] = drop_ci(original, other, confidence, seed)
+    if score_range is not None:
+        span = score_range[1] - score_range[0]
+        low, high = clip_interval(low, high, (-span, span))
+    out["ci_low"], out["ci_high"] = low, high
     return out
 
 

@@ -561,3 +561,23 @@ def test_a_missing_gin_file_is_refused_before_any_plan_and_the_default_output_is
                      "--seeds=0,1", "--dry_run", cwd=ROOT / "docs")
     assert below.returncode == 0, below.stderr[-2000:]
     assert below.stdout.splitlines()[0] == planned.stdout.splitlines()[0]
+
+
+@pytest.mark.slow
+def test_a_method_gin_that_cannot_run_is_refused_before_the_plan(tmp_path):
+    """A method gin file importing a module Python cannot find, or binding an unknown method,
+    is one line on the first line of stderr and exit 2, with --dry_run too (it printed a
+    35-run plan and exited 0; the real audit failed in every run, minutes later)."""
+    from tests.cli import python_m
+    unimportable = tmp_path / "mine.gin"
+    unimportable.write_text("import no_such_package_of_methods\nmodel.method = 'vae'\n")
+    unknown = tmp_path / "unknown.gin"
+    unknown.write_text("model.method = 'no_such_method'\n")
+    for gin_file, expected in ((unimportable, "No module named 'no_such_package_of_methods'"),
+                               (unknown, "unknown model.method 'no_such_method'")):
+        found = python_m("benchmark.audit", f"--gin_file={gin_file}", "--dry_run")
+        assert found.returncode == 2 and "audit plan" not in found.stdout, found.stdout
+        first = found.stderr.strip().splitlines()[0]
+        assert first.startswith("error: ") and expected in first, found.stderr[-2000:]
+    assert "add that directory to PYTHONPATH" in python_m(
+        "benchmark.audit", f"--gin_file={unimportable}", "--dry_run").stderr

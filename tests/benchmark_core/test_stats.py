@@ -213,3 +213,19 @@ def test_power_command():
                              "--paired"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.startswith("27 seeds (pairs)"), (
         result.stdout + result.stderr)
+
+
+def test_intervals_of_a_bounded_score_stay_in_its_range():
+    """Two seeds give a t interval (df 1, t 12.7) wider than a MIG can go: the mean's
+    interval is cut to [0, 1] and a drop's to [−1, 1]; without bounds nothing is cut."""
+    from benchmark import mechanism
+    high, low = [0.90, 0.98], [0.05, 0.30]
+    unbounded = mechanism.summary(high)
+    assert unbounded["ci_high"] > 1
+    bounded = mechanism.summary(high, (0.0, 1.0))
+    assert bounded["ci_high"] == 1.0 and bounded["ci_low"] == unbounded["ci_low"]
+    assert stats.drop_test(high, low)["ci_high"] > 1
+    cut = stats.drop_test(high, low, score_range=(0.0, 1.0))
+    assert cut["ci_high"] == 1.0 and cut["ci_low"] == stats.drop_test(high, low)["ci_low"]
+    assert stats.clip_interval(-0.5, 2.0, (0.0, 1.0)) == (0.0, 1.0)
+    assert stats.clip_interval(-0.5, 2.0) == (-0.5, 2.0)
