@@ -89,6 +89,8 @@ MARGIN_FRACTION = 0.5
 #: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
 DEFAULT_REFERENCE = "results/geometry_cpu"
 MIG_RANGE = battery_lib.MIG_RANGE
+#: seeds an arm needs before the audit states its power (below, the spread is a guess)
+POWER_MIN_SEEDS = 3
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 #: the arms of a reference study written before batteries (battery.LEGACY)
 LEGACY_ARMS = ("original", "modified", "noisy")
@@ -709,7 +711,11 @@ def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | 
     if power is not None:
         sentence += (f" Power: {power:.2f} to detect a MIG drop of the reference β-VAE's "
                      f"relative size on the method's own MIG ({effect:.3f}) with these seeds "
-                     "at the method's observed spread (one-sided Welch).")
+                     "at the 80 % upper confidence bound of the method's seed-to-seed "
+                     "spread (one-sided Welch).")
+    elif len(seeds) < POWER_MIN_SEEDS:
+        sentence += (f" Power: not estimated (fewer than {POWER_MIN_SEEDS} seeds an arm: "
+                     "their spread cannot say how far the verdict could move).")
     return sentence
 
 
@@ -806,12 +812,15 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     own = sum(len(arm["kept"]) + len(arm["overpruned"])
               for arm in runs_by_model[method_key].values())
     power = effect = None
-    if control and len(seeds) >= 2 and len(method["original"]["kept"]) >= 2 \
-            and len(method[manipulated]["kept"]) >= 2 and control["drop"] > 0:
-        # the beta-VAE's relative drop on the method's own MIG (as the margin)
+    if control and len(seeds) >= POWER_MIN_SEEDS \
+            and len(method["original"]["kept"]) >= POWER_MIN_SEEDS \
+            and len(method[manipulated]["kept"]) >= POWER_MIN_SEEDS and control["drop"] > 0:
+        # the beta-VAE's relative drop on the method's own MIG (as the margin), at the 80 %
+        # upper bound of the method's spread: two or three seeds' spread alone said 1.00
         effect = (control["drop"] / float(np.mean(references["beta_vae"]["original"]["kept"]))
                   * float(np.mean(method["original"]["kept"])))
-        spread = stats.pooled_sd(method["original"]["kept"], method[manipulated]["kept"])
+        spread = stats.spread_upper_bound(method["original"]["kept"],
+                                          method[manipulated]["kept"])
         power = stats.power(effect, spread, len(seeds)) if spread and effect > 0 else None
     scope = _scope(reference, reference_dir, battery, seeds, power, effect,
                    {arm: len(r["kept"]) + len(r["overpruned"])

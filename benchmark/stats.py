@@ -282,6 +282,19 @@ def pooled_sd(*groups) -> float | None:
     return float(np.sqrt(np.mean(variances))) if variances else None
 
 
+def spread_upper_bound(*groups, confidence: float = 0.8) -> float | None:
+    """The one-sided `confidence` upper bound of the pooled spread of the groups (those with
+    ≥ 2 values): s · sqrt(df / chi2_{1 − confidence}(df)), df = Σ (n_i − 1), the
+    conservative spread for a power estimate from few runs (2 runs a side give df 2 and a
+    bound 2.1 × s at 80 %); None when no group has 2 values."""
+    kept = [np.asarray(g, float) for g in groups if len(g) > 1]
+    if not kept:
+        return None
+    df = sum(len(g) - 1 for g in kept)
+    pooled = math.sqrt(sum(float(np.var(g, ddof=1)) * (len(g) - 1) for g in kept) / df)
+    return pooled * math.sqrt(df / float(stats.chi2.ppf(1.0 - confidence, df)))
+
+
 def power(effect: float, sd: float, n: int, alpha: float = ALPHA, sd_other: float | None =
           None, n_other: int | None = None) -> float:
     """Power in [0, 1] of the one-sided Welch test at level alpha to detect a difference

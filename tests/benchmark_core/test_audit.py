@@ -477,6 +477,11 @@ def test_the_scope_names_arms_with_runs_of_other_seeds():
     extended = _scope(reference, "ref", battery, [0, 1, 2], None, None,
                       {"original": 13, "wave@0.3": 3})
     assert "3 seed(s) per arm (13 on original);" in extended
+    assert "Power" not in even
+    two = _scope(reference, "ref", battery, [0, 1], None, None)
+    assert "Power: not estimated (fewer than 3 seeds an arm" in two
+    stated = _scope(reference, "ref", battery, [0, 1, 2], 0.8, 0.2)
+    assert "Power: 0.80" in stated and "80 % upper confidence bound" in stated
 
 
 def test_a_failed_positive_control_still_records_the_floor_and_names_no_paper_when_flagged():

@@ -229,3 +229,17 @@ def test_intervals_of_a_bounded_score_stay_in_its_range():
     assert cut["ci_high"] == 1.0 and cut["ci_low"] == stats.drop_test(high, low)["ci_low"]
     assert stats.clip_interval(-0.5, 2.0, (0.0, 1.0)) == (0.0, 1.0)
     assert stats.clip_interval(-0.5, 2.0) == (-0.5, 2.0)
+
+
+def test_the_spread_bound_for_power_is_wider_than_the_observed_spread_at_few_runs():
+    """Two runs a side (df 2): the 80 % upper bound is s·sqrt(2 / chi2_0.2(2)) ≈ 2.12 s;
+    at 50 runs a side it is within 10 % of s; no group of 2 values gives None."""
+    a, b = [0.40, 0.42], [0.20, 0.23]
+    observed = stats.pooled_sd(a, b)
+    bound = stats.spread_upper_bound(a, b)
+    assert bound == pytest.approx(observed * np.sqrt(2 / sp.chi2.ppf(0.2, 2)))
+    assert 2.0 < bound / observed < 2.2
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=50), rng.normal(size=50)
+    assert 1.0 < stats.spread_upper_bound(x, y) / stats.pooled_sd(x, y) < 1.1
+    assert stats.spread_upper_bound([0.1], [0.2]) is None
