@@ -29,17 +29,24 @@ modified against noisy.
      larger than on every control (`reference_specificity`), is reported and named in
      the sentences below: without it the battery shows the manipulation's cost, not that
      the cost comes from the structure it removes;
+   - validity gate: the reference beta-VAE's original MIG must be above the reference
+     AE's (one-sided Welch); else INCONCLUSIVE, untestable at this scale (nothing to lose);
    - floor: the method's original MIG must be significantly above the reference AE's
      (one-sided Welch); else INCONCLUSIVE, "does not disentangle at this scale";
    - DEPENDS on local structure: a significant MIG drop on the manipulated arm (one-sided
      Welch), significantly larger than the drop on every control (stats.drop_difference),
-     so it is not mere sensitivity to noise or texture of the same energy;
+     so it is not mere sensitivity to noise or texture of the same energy, *and* either a
+     turn of the code (misalignment up on the manipulated arm, one-sided Welch, over the
+     runs whose latents follow the battery's plane linearly) or a drop larger than the
+     reference AE's own drop on that arm (stats.drop_exceeds);
+   - LOSES INFORMATION: that specific drop without a turn or a drop beyond the AE's: the
+     manipulation costs the code information, as it costs any code;
    - ROBUST: original and manipulated MIG equivalent within ±margin (TOST at alpha), the
-     margin being margin_fraction (default 0.5) of the reference beta-VAE's relative drop
-     (its drop over its original MIG) times the method's own original MIG, so a method
-     with less MIG to lose is held to a proportionally smaller drop (a drop that is
-     significant, but no larger than on a control and within the margin, is ROBUST too:
-     it is smaller than the effect the audit looks for);
+     margin being margin_fraction (default 0.5) of the share of its headroom above the AE
+     floor the reference beta-VAE loses, times the method's own headroom, so a method
+     with less disentanglement to lose is held to a proportionally smaller drop (a drop
+     that is significant, but no larger than on a control and within the margin, is
+     ROBUST too: it is smaller than the effect the audit looks for);
    - SENSITIVE: a significant drop on the manipulated arm that is not significantly
      larger than on a control, where the drop on that control is itself significant: the
      code is hurt by a perturbation of the same energy that keeps the removed structure,
@@ -89,6 +96,10 @@ MARGIN_FRACTION = 0.5
 #: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
 DEFAULT_REFERENCE = "results/geometry_cpu"
 MIG_RANGE = battery_lib.MIG_RANGE
+#: the verdict rule (module docstring): 2 added the validity gate, the headroom margin and
+#: DEPENDS' need of a turn or a drop beyond the AE's (LOSES INFORMATION otherwise); audits
+#: published before it (no 'rule_version' in audit.json) were decided by rule 1
+RULE_VERSION = 2
 #: seeds an arm needs before the audit states its power (below, the spread is a guess)
 POWER_MIN_SEEDS = 3
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
@@ -231,7 +242,7 @@ def _short_arm(who: str, model_arms: dict, variants, include: bool = False) -> s
     """Why an arm of `variants` cannot be tested (fewer than 2 runs), naming over-pruning
     when exclusions emptied it; None when all can."""
     for v in variants:
-        arm = model_arms[v]
+        arm = model_arms.get(v, {"kept": [], "overpruned": []})
         used = len(arm["kept"]) + (len(arm["overpruned"]) if include else 0)
         if used >= 2:
             continue
@@ -275,6 +286,28 @@ def positive_control(beta_vae: dict, alpha: float = ALPHA, manipulated: str = "m
                             "dSprites" if paper else "")
                          + "), so the study does not show the exploitation it tests for; "
                          "train longer or with more seeds for a decision.")
+
+
+def validity_gate(beta_vae: dict, ae: dict, alpha: float = ALPHA
+                  ) -> tuple[bool, dict | None, str]:
+    """(passed, Welch record or None, one sentence): is the reference beta-VAE's original
+    MIG above the reference AE's (one-sided Welch at alpha)? A battery whose disentangling
+    reference is at the AE floor has nothing to lose: its drops cannot be read as a loss of
+    disentanglement, and every verdict is untestable at its scale (issue 58)."""
+    short = (_short_arm("the reference β-VAE", beta_vae, ("original",))
+             or _short_arm("the reference AE", ae, ("original",)))
+    if short:
+        return False, None, (f"Validity gate not testable: {short}; the battery is "
+                             "untestable at this scale.")
+    gate = stats.welch(beta_vae["original"]["kept"], ae["original"]["kept"], "greater")
+    said = (f"the reference β-VAE's original MIG {np.mean(beta_vae['original']['kept']):.3f} "
+            f"against the reference AE's {np.mean(ae['original']['kept']):.3f}, one-sided "
+            f"Welch p = {gate['p']:.3g}")
+    if gate["p"] < alpha:
+        return True, gate, f"Validity gate passed: {said}."
+    return False, gate, (f"Validity gate failed: {said}: the disentangling reference is not "
+                         "above the AE floor, so it has nothing to lose and the battery is "
+                         "untestable at this scale.")
 
 
 def reference_specificity(beta_vae: dict, alpha: float, manipulated: str, controls
@@ -337,23 +370,31 @@ def _sensitivity(control: str) -> str:
     return _control_kind(control).removeprefix("the ") + " sensitivity"
 
 
-def relative_margin(beta_vae: dict, drop: float, margin_fraction: float) -> float:
-    """The share of its own original MIG a model may lose and still count as equivalent:
-    margin_fraction x the reference beta-VAE's drop over its original MIG (kept runs).
-    An absolute margin (a fraction of the beta-VAE's drop) would call a method with a
-    third of the beta-VAE's MIG robust while it loses most of it."""
-    return margin_fraction * drop / float(np.mean(beta_vae["original"]["kept"]))
+def headroom(model: dict, ae: dict) -> float:
+    """A model's mean original MIG above the reference AE's (kept runs): the
+    disentanglement it has to lose (the AE's MIG is what a code with none scores)."""
+    return float(np.mean(model["original"]["kept"]) - np.mean(ae["original"]["kept"]))
+
+
+def relative_margin(beta_vae: dict, ae: dict, drop: float, margin_fraction: float) -> float:
+    """The share of its headroom above the AE floor (`headroom`) a model may lose and still
+    count as equivalent: margin_fraction x the share of its own headroom the reference
+    beta-VAE loses (its drop over its headroom, at most 1). A method's margin is this times
+    its own headroom, so a method with little disentanglement to lose is held to a
+    proportionally small drop; an absolute margin (a fraction of the beta-VAE's drop) called
+    FastICA robust while it lost 64 % of its MIG. Needs the beta-VAE above the floor."""
+    return margin_fraction * min(1.0, drop / headroom(beta_vae, ae))
 
 
 def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool,
-            tests: dict, manipulated: str, controls, reference_specific: bool = True
-            ) -> dict:
+            tests: dict, manipulated: str, controls, reference_specific: bool = True,
+            turns: dict | None = None) -> dict:
     """The method's verdict once the positive control has passed (the steps after it in
     the module docstring); relative: `relative_margin`, the equivalence margin being it
-    times the method's original MIG (returned as 'margin' once the floor check passed);
-    include: count the method's over-pruned runs too;
-    reference_specific: whether the reference beta-VAE's drop was larger than on every
-    control (`reference_specificity`), which SENSITIVE's sentence states."""
+    times the method's headroom above the AE floor; include: count the method's over-pruned
+    runs too; reference_specific: whether the reference beta-VAE's drop was larger than on
+    every control (`reference_specificity`), which SENSITIVE's sentence states; turns: the
+    method's misalignment per arm (degrees, in the form of `arms`; None without a plane)."""
     tests = dict(tests)
     short = _short_arm("the method", method, ("original", manipulated), include)
     if short:
@@ -373,7 +414,7 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
             f"Welch p = {floor['p']:.3g}), so it has no disentanglement to lose", tests,
             floor["diff"], stats.pooled_sd(original, baseline), alpha,
             "such a lead over the AE")
-    margin = relative * float(np.mean(original))
+    margin = relative * (float(np.mean(original)) - float(np.mean(baseline)))
     drop = stats.drop_test(original, modified, score_range=MIG_RANGE)
     tests["drop"] = drop
     equivalence = stats.tost(original, modified, margin, alpha)
@@ -392,12 +433,11 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
         shown = "; ".join(f"{c}: {d['diff']:.3f}, one-sided Welch p = {d['p']:.3g}"
                           for c, d in differences.items())
         if not failed:
-            return {"label": "DEPENDS", "reason": (
-                f"MIG drops on {manipulated} data ({_evidence(drop)}), significantly more "
-                f"than on every control of the same energy (difference of drops, {shown})"
-                + ("" if reference_specific else
-                   "; a dependence shown for this method although the reference β-VAE's "
-                   "is not at this scale")), "tests": tests, "seeds_needed": None}
+            return _depends_or_loses(method, ae, turns, alpha, include, tests, manipulated,
+                                     f"MIG drops on {manipulated} data ({_evidence(drop)}), "
+                                     "significantly more than on every control of the same "
+                                     f"energy (difference of drops, {shown})",
+                                     reference_specific)
         if not equivalence["equivalent"]:
             worst = max(failed, key=lambda c: differences[c]["p"])
             control_drops = {c: stats.drop_test(original, _values(method[c], include),
@@ -428,8 +468,9 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
     if equivalence["equivalent"]:
         return {"label": "ROBUST", "reason": (
             f"MIG on {manipulated} data is equivalent to MIG on original data within "
-            f"±{margin:.3f} (the equivalence margin: {relative:.0%} of its original MIG, "
-            f"a fraction of the reference β-VAE's relative drop): drop "
+            f"±{margin:.3f} (the equivalence margin: {relative:.0%} of its headroom above "
+            f"the AE floor, a fraction of the share of its headroom the reference β-VAE "
+            f"loses): drop "
             f"{equivalence['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI "
             f"[{equivalence['ci_low']:.3f}, {equivalence['ci_high']:.3f}], TOST p = "
             f"{equivalence['p']:.3g}"), "tests": tests, "seeds_needed": None}
@@ -441,14 +482,71 @@ def _decide(method: dict, ae: dict, relative: float, alpha: float, include: bool
         stats.pooled_sd(original, modified), alpha, "a drop the size of the margin")
 
 
+def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
+                      include: bool, tests: dict, manipulated: str, said: str,
+                      reference_specific: bool) -> dict:
+    """DEPENDS or LOSES INFORMATION for a drop already shown specific (`said`, its
+    sentence): DEPENDS needs, beside it, evidence that the code turned (its misalignment
+    higher on the manipulated arm than on original, one-sided Welch at alpha, over the runs
+    whose codes follow the plane linearly) or a drop larger than the reference AE's own
+    drop on that arm (stats.drop_exceeds at alpha): a drop that neither turns the code nor
+    exceeds what the manipulation costs a code with no disentanglement is the loss of
+    information any code suffers, LOSES INFORMATION."""
+    evidence = []
+    if turns is not None:
+        before, after = (_values(turns.get(v, {"kept": [], "overpruned": []}), include)
+                         for v in ("original", manipulated))
+        if len(before) >= 2 and len(after) >= 2:
+            turn = stats.welch(after, before, "greater")
+            tests["turn"] = turn
+            evidence.append((turn["p"] < alpha,
+                             f"its code turned: misalignment {np.mean(before):.1f}° → "
+                             f"{np.mean(after):.1f}° (one-sided Welch p = {turn['p']:.3g})"
+                             if turn["p"] < alpha else
+                             f"its code is not shown to turn (misalignment "
+                             f"{np.mean(before):.1f}° → {np.mean(after):.1f}°, one-sided "
+                             f"Welch p = {turn['p']:.3g})"))
+        else:
+            runs = len(_values(method[manipulated], include))
+            evidence.append((False, f"its turn is not measurable: {len(after)} of {runs} "
+                                    f"code(s) on {manipulated} and {len(before)} on original "
+                                    "follow the factors' plane linearly (2 a side needed)"))
+    else:
+        evidence.append((False, "the battery names no plane, so a turn is not measured"))
+    if not _short_arm("the reference AE", ae, ("original", manipulated)):
+        mine = (_values(method["original"], include), _values(method[manipulated], include))
+        exceeds = stats.drop_exceeds(*mine, ae["original"]["kept"], ae[manipulated]["kept"])
+        tests["exceeds_ae"] = exceeds
+        own = float(np.mean(ae["original"]["kept"]) - np.mean(ae[manipulated]["kept"]))
+        evidence.append((exceeds["p"] < alpha,
+                         f"its drop is {'' if exceeds['p'] < alpha else 'not shown to be '}"
+                         f"larger than the reference AE's own drop there ({own:.3f}; "
+                         f"difference {exceeds['diff']:.3f}, one-sided Welch p = "
+                         f"{exceeds['p']:.3g})"))
+    else:
+        evidence.append((False, "the reference AE has no runs on that arm to compare"))
+    shown = [text for ok, text in evidence if ok]
+    if shown:
+        return {"label": "DEPENDS", "reason": (
+            f"{said}, and {' and '.join(shown)}"
+            + ("" if reference_specific else
+               "; a dependence shown for this method although the reference β-VAE's "
+               "is not at this scale")), "tests": tests, "seeds_needed": None}
+    return {"label": "LOSES INFORMATION", "reason": (
+        f"{said}, but {'; '.join(text for _, text in evidence)}: the manipulation costs this "
+        "code information rather than turning it, so a dependence on the local structure "
+        "is not shown"), "tests": tests, "seeds_needed": None}
+
+
 def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             margin_fraction: float = MARGIN_FRACTION, manipulated: str = "modified",
-            controls=("noisy",), flagged: bool = False) -> dict:
+            controls=("noisy",), flagged: bool = False, turns: dict | None = None) -> dict:
     """The audit's decision (module docstring) from MIG arms (each as `arms`: the method's,
     the reference beta-VAE's and the reference AE's; `manipulated` and `controls` name the
     battery's arms; flagged: the manipulated arm's artefact is flagged by its own
     evidence, so the positive control does not cite paper 002's Table 1).
-    Returns {'label': DEPENDS | ROBUST | SENSITIVE | INCONCLUSIVE, 'reason': one sentence,
+    Returns {'label': DEPENDS | LOSES INFORMATION | ROBUST | SENSITIVE | INCONCLUSIVE,
+    'reason': one sentence,
     'tests': {name: record} of the tests run ('positive_control',
     'positive_control_specificity': {control: record}, 'floor', 'drop', 'equivalence',
     'differences': {control: record}, 'control_drops': {control: record}; when the
@@ -464,6 +562,12 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
     controls = list(controls)
     passed, control, sentence = positive_control(beta_vae, alpha, manipulated, flagged)
     tests = {"positive_control": control} if control else {}
+    gated = False
+    if passed:
+        passed, gate, said = validity_gate(beta_vae, ae, alpha)
+        tests["validity_gate"] = gate
+        gated = not passed
+        sentence = said if gated else sentence + " " + said
     specific = None
     if passed and controls:
         specific, records, said = reference_specificity(beta_vae, alpha, manipulated,
@@ -477,22 +581,25 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
         if len(method["original"]["kept"]) >= 2 and len(ae["original"]["kept"]) >= 2:
             tests["floor"] = stats.welch(method["original"]["kept"], ae["original"]["kept"],
                                          "greater")
+        if gated:            # the reference's seeds are not what is short
+            return {**out, **_inconclusive(sentence[0].lower() + sentence[1:].rstrip("."),
+                                           tests)}
         spread = (stats.pooled_sd(beta_vae["original"]["kept"],
                                   beta_vae[manipulated]["kept"]) if control else None)
         return {**out, **_inconclusive(
             sentence[0].lower() + sentence[1:].rstrip("."), tests,
             control["drop"] if control else None, spread, alpha,
             "such a drop of the reference β-VAE")}
-    relative = relative_margin(beta_vae, control["drop"], margin_fraction)
+    relative = relative_margin(beta_vae, ae, control["drop"], margin_fraction)
     decided = _decide(method, ae, relative, alpha, False, tests, manipulated, controls,
-                      specific is not False)
+                      specific is not False, turns)
     out["relative_margin"] = relative
     kept = method["original"]["kept"]
-    out["margin"] = relative * float(np.mean(kept)) if kept else None
+    out["margin"] = relative * headroom(method, ae) if kept else None
     pruned = sum(len(a["overpruned"]) for a in method.values())
     if pruned:
         counted = _decide(method, ae, relative, alpha, True, tests, manipulated, controls,
-                          specific is not False)
+                          specific is not False, turns)
         if counted["label"] != decided["label"]:
             out["exclusions_decide"] = True
             decided["reason"] += (f"; the exclusion of {pruned} over-pruned run(s) decides "
@@ -501,28 +608,33 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
     return {**out, **decided}
 
 
-def robust_control(pcl: dict, relative: float | None, alpha: float, manipulated: str
-                   ) -> tuple[str, dict | None]:
+def robust_control(pcl: dict, ae: dict, relative: float | None, alpha: float,
+                   manipulated: str) -> tuple[str, dict | None]:
     """(one sentence, TOST record or None): does the reference PCL (arms as `arms`) keep
     its MIG on the manipulated arm, equivalent within the audit's margin (TOST at alpha;
-    relative: `relative_margin`, times PCL's own original MIG: the audit's relative margin,
-    not a margin a reference study registered for PCL)?"""
+    relative: `relative_margin`, times PCL's own headroom above the reference AE: the
+    audit's relative margin, not a margin a reference study registered for PCL)?"""
     if relative is None:
         return "Robust control not tested (no margin: the positive control did not pass).", None
-    short = _short_arm("the reference PCL", pcl, ("original", manipulated))
+    short = (_short_arm("the reference PCL", pcl, ("original", manipulated))
+             or _short_arm("the reference AE", ae, ("original",)))
     if short:
         return f"Robust control not testable: {short}.", None
-    margin = relative * float(np.mean(pcl["original"]["kept"]))
+    if headroom(pcl, ae) <= 0:
+        return (f"Robust control not testable: the reference PCL's original MIG "
+                f"{np.mean(pcl['original']['kept']):.3f} is not above the reference AE's "
+                f"{np.mean(ae['original']['kept']):.3f}, so it has nothing to keep."), None
+    margin = relative * headroom(pcl, ae)
     test = stats.tost(pcl["original"]["kept"], pcl[manipulated]["kept"], margin, alpha)
     span = (f"drop {test['diff']:.3f}, {100 * (1 - 2 * alpha):g} % CI [{test['ci_low']:.3f}, "
             f"{test['ci_high']:.3f}], TOST p = {test['p']:.3g}")
     if test["equivalent"]:
         return (f"Robust control held: the reference PCL's MIG on {manipulated} data is "
                 f"equivalent to its original MIG within ±{margin:.3f}, the audit's relative "
-                f"margin on PCL's own MIG ({span}).", test)
+                f"margin on PCL's headroom above the AE ({span}).", test)
     return (f"Robust control not shown: the reference PCL's MIG on {manipulated} data is not "
             f"shown equivalent to its original within ±{margin:.3f}, the audit's relative "
-            f"margin on PCL's own MIG ({span}); a ROBUST "
+            f"margin on PCL's headroom above the AE ({span}); a ROBUST "
             "verdict then rests on the method's own test alone.", test)
 
 
@@ -804,10 +916,15 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
     flagged = reference_artefact_warnings(reference, battery, dataset)
     complete = reference_completeness(reference, battery, dataset, reference_runs)
+    turns = None
+    if battery.get("plane") is not None:
+        angles = battery_lib.arm_scores(runs_by_model[method_key], "misalignment")
+        turns = {v: angles[v] for v in compared}
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
-                       margin_fraction, manipulated, controls, flagged=bool(flagged))
-    robust, robust_test = robust_control(references["pcl"], decision["relative_margin"], alpha,
-                                         manipulated)
+                       margin_fraction, manipulated, controls, flagged=bool(flagged),
+                       turns=turns)
+    robust, robust_test = robust_control(references["pcl"], references["ae"],
+                                         decision["relative_margin"], alpha, manipulated)
     control = decision["tests"].get("positive_control")
     own = sum(len(arm["kept"]) + len(arm["overpruned"])
               for arm in runs_by_model[method_key].values())
@@ -831,6 +948,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     pruning = {m: overpruning({v: scores[key][v] for v in compared})
                for m, key in [("method", method_key), *((m, m) for m, _ in REFERENCES)]}
     payload = {"method": name, "model_name": method_model, "dataset": dataset,
+               "rule_version": RULE_VERSION,
                "verdict": decision["label"], "reason": decision["reason"], "alpha": alpha,
                "margin_fraction": margin_fraction, "margin": decision["margin"],
                "relative_margin": decision["relative_margin"],

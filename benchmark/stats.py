@@ -233,6 +233,28 @@ def drop_difference(modified, noisy, alternative: str = "greater") -> dict:
     return welch(noisy, modified, alternative)
 
 
+def drop_exceeds(original, modified, other_original, other_modified) -> dict:
+    """Is one model's drop larger than another model's drop on the same arm (a method's
+    against the AE's)? Four independent groups, so nothing cancels: the Welch contrast
+        C = (Ō − M̄) − (Ō' − M̄'),  se² = Σ s_i²/n_i,
+    with the Welch–Satterthwaite df of the four groups (se⁴ / Σ (s_i²/n_i)² / (n_i − 1)),
+    one-sided H1: C > 0. Each group ≥ 2 finite values. Returns {'diff': C, 'se', 'df',
+    't', 'p'}; when every group is constant (se 0) p is 0 for C > 0, else 1."""
+    groups = [_values(g, f"drop_exceeds: group {i + 1}") for i, g in
+              enumerate((original, modified, other_original, other_modified))]
+    weights = (1.0, -1.0, -1.0, 1.0)
+    diff = float(sum(w * g.mean() for w, g in zip(weights, groups)))
+    parts = [g.var(ddof=1) / len(g) for g in groups]
+    se = math.sqrt(sum(parts))
+    if se == 0.0:
+        return {"diff": diff, "se": 0.0, "df": float(sum(len(g) - 1 for g in groups)),
+                "t": math.copysign(math.inf, diff) if diff else 0.0,
+                "p": 0.0 if diff > 0 else 1.0}
+    df = float(se ** 4 / sum(v ** 2 / (len(g) - 1) for v, g in zip(parts, groups) if v > 0))
+    t = diff / se
+    return {"diff": diff, "se": se, "df": df, "t": float(t), "p": float(stats.t.sf(t, df))}
+
+
 def holm(pvalues) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error control), same order as the
     input; p_(i) sorted ascending becomes max_{j ≤ i} min(1, (m − j + 1) · p_(j))."""

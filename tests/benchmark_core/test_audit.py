@@ -25,7 +25,8 @@ def _arms(original, modified=(), noisy=(), pruned=None):
 
 HIGH, LOW = [0.30, 0.32, 0.28, 0.31], [0.10, 0.12, 0.08, 0.11]
 BETA_VAE = _arms(HIGH, LOW)                         # drop 0.2, significant: margin 0.1
-AE = _arms([0.05, 0.06, 0.04, 0.05])
+AE_MIG = [0.05, 0.06, 0.04, 0.05]
+AE = _arms(AE_MIG, AE_MIG)                          # at the floor, no drop of its own
 
 
 def _one_sided(a, b):
@@ -62,11 +63,16 @@ def test_floor_check_and_too_few_runs():
     assert result["reason"].startswith("does not disentangle at this scale")
     assert result["tests"]["floor"]["p"] == pytest.approx(
         _one_sided([0.05, 0.07, 0.04, 0.06], AE["original"]["kept"]))
-    relative = 0.5 * (np.mean(HIGH) - np.mean(LOW)) / np.mean(HIGH)
+    # the margin: half the share of its headroom above the AE the β-VAE loses, times the
+    # method's own headroom (negative here: the floor check fails first)
+    relative = 0.5 * (np.mean(HIGH) - np.mean(LOW)) / (np.mean(HIGH) - np.mean(AE_MIG))
     assert result["relative_margin"] == pytest.approx(relative)
-    assert result["margin"] == pytest.approx(relative * np.mean([0.05, 0.07, 0.04, 0.06]))
+    assert result["margin"] == pytest.approx(
+        relative * (np.mean([0.05, 0.07, 0.04, 0.06]) - np.mean(AE_MIG)))
     result = audit.verdict(_arms(HIGH, LOW, LOW), BETA_VAE, _arms([0.05]))
-    assert result["label"] == "INCONCLUSIVE" and "no floor check" in result["reason"]
+    assert result["label"] == "INCONCLUSIVE" and result["seeds_needed"] is None
+    assert result["reason"].startswith("validity gate not testable: the reference AE's "
+                                       "original arm has 1 run(s)")
     result = audit.verdict(_arms([0.3], [0.1]), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE"
     assert "the method's original arm has 1 run(s)" in result["reason"]
@@ -107,6 +113,7 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
                 "noisy@0.37": {"kept": noisy, "overpruned": []},
                 "wave_texture@0.3": {"kept": texture, "overpruned": []}}
     beta_vae = arms(HIGH, LOW, HIGH, HIGH)
+    AE = arms(AE_MIG, AE_MIG, AE_MIG, AE_MIG)       # noqa: N806 (the module's AE, these arms)
     battery = dict(manipulated="wave@0.3", controls=["noisy@0.37", "wave_texture@0.3"])
     flat = [0.29, 0.30, 0.31, 0.30]
     result = audit.verdict(arms(HIGH, LOW, flat, flat), beta_vae, AE, **battery)
@@ -276,7 +283,8 @@ def test_robust_is_equivalence_within_the_margin():
     # was called ROBUST that way: 0.278 -> 0.099)
     third, lost = [0.100, 0.101, 0.099, 0.100], [0.040, 0.041, 0.039, 0.040]
     result = audit.verdict(_arms(third, lost, third), BETA_VAE, AE)
-    assert result["margin"] == pytest.approx(margin / np.mean(HIGH) * np.mean(third))
+    assert result["margin"] == pytest.approx(
+        margin / (np.mean(HIGH) - np.mean(AE_MIG)) * (np.mean(third) - np.mean(AE_MIG)))
     assert not result["tests"]["equivalence"]["equivalent"]
     assert result["label"] == "DEPENDS"
 
@@ -361,11 +369,13 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
     assert result["verdict"] == "INCONCLUSIVE"          # one seed cannot test a drop
     assert "the method's original arm has" in result["reason"]   # 1 run, or 0 kept
     reference = result["reference_drops"]["beta_vae"]
-    assert result["relative_margin"] == pytest.approx(
-        0.5 * result["tests"]["positive_control"]["drop"] / reference["original_mean"])
+    floor = result["reference_drops"]["ae"]["original_mean"]
+    assert result["rule_version"] == audit.RULE_VERSION
+    assert result["relative_margin"] == pytest.approx(0.5 * min(
+        1.0, result["tests"]["positive_control"]["drop"] / (reference["original_mean"] - floor)))
     own = result["method_drops"]["original_mean"]         # None when no original run is kept
     assert result["margin"] == (None if own is None else
-                                pytest.approx(result["relative_margin"] * own))
+                                pytest.approx(result["relative_margin"] * (own - floor)))
     assert result["arms"] == ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3"]
     assert result["robust_control"].startswith("Robust control held")
     assert result["model_name"] == "sparse_vae" and not result["failed_runs"]
@@ -586,3 +596,77 @@ def test_a_method_gin_that_cannot_run_is_refused_before_the_plan(tmp_path):
         assert first.startswith("error: ") and expected in first, found.stderr[-2000:]
     assert "add that directory to PYTHONPATH" in python_m(
         "benchmark.audit", f"--gin_file={unimportable}", "--dry_run").stderr
+
+
+def test_a_reference_at_the_ae_floor_makes_every_verdict_untestable():
+    """Validity gate (rule 2): a β-VAE whose original MIG is not above the AE's has nothing
+    to lose, so even a clear drop of its own and of the method is no verdict."""
+    at_floor = _arms([0.05, 0.07, 0.05, 0.06], [0.01, 0.02, 0.01, 0.02])
+    result = audit.verdict(_arms(HIGH, LOW, HIGH), at_floor, AE)
+    assert result["label"] == "INCONCLUSIVE" and result["margin"] is None
+    assert result["reason"].startswith("validity gate failed")
+    assert "untestable at this scale" in result["reason"]
+    assert result["tests"]["validity_gate"]["p"] == pytest.approx(
+        _one_sided(at_floor["original"]["kept"], AE["original"]["kept"]))
+    assert "Validity gate passed" in audit.verdict(_arms(HIGH, LOW, HIGH), BETA_VAE,
+                                                   AE)["positive_control"]
+
+
+def test_depends_needs_a_turn_or_a_drop_beyond_the_ae_else_it_loses_information():
+    """Rule 2: a specific drop is DEPENDS only with a turn of the code (misalignment up,
+    one-sided Welch) or a drop larger than the AE's own on that arm; else LOSES
+    INFORMATION, with what was missing named."""
+    noisy = [0.29, 0.30, 0.31, 0.30]
+    method = _arms(HIGH, LOW, noisy)
+    ae_drops = _arms(AE_MIG, [0.0, 0.01, 0.0, 0.0])
+    ae_loses_all = _arms([0.25, 0.26, 0.24, 0.25], [0.02, 0.06, 0.04, 0.04])
+    aligned = _arms([3.0, 5.0, 4.0, 2.0], [4.0, 3.0, 5.0, 6.0])
+    turned = _arms([3.0, 5.0, 4.0, 2.0], [30.0, 35.0, 25.0, 40.0])
+    # the AE loses as much (0.2): no turn, no drop beyond it
+    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=aligned)
+    assert result["label"] == "LOSES INFORMATION"
+    assert "its code is not shown to turn" in result["reason"]
+    assert "not shown to be larger than the reference AE's own drop" in result["reason"]
+    assert result["tests"]["exceeds_ae"]["p"] > 0.05 and result["tests"]["turn"]["p"] > 0.05
+    # the same drop with a turn: DEPENDS, on the turn
+    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=turned)
+    assert result["label"] == "DEPENDS" and "its code turned: misalignment 3.5° → 32.5°" \
+        in result["reason"]
+    assert result["tests"]["turn"]["p"] == pytest.approx(_one_sided(
+        turned["modified"]["kept"], turned["original"]["kept"]))
+    # no turn, but a drop beyond the AE's own (0.2 against 0.0375): DEPENDS, on the AE
+    result = audit.verdict(method, BETA_VAE, ae_drops, turns=aligned)
+    assert result["label"] == "DEPENDS" and "larger than the reference AE's own drop there" \
+        in result["reason"]
+    # codes that no longer follow the plane: the turn is not measurable
+    nonlinear = {"original": aligned["original"],
+                 "modified": {"kept": [12.0], "overpruned": []}, "noisy": aligned["noisy"]}
+    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=nonlinear)
+    assert result["label"] == "LOSES INFORMATION"
+    assert "1 of 4 code(s) on modified and 4 on original follow" in result["reason"]
+    # no plane and no AE runs on that arm: nothing shows a dependence
+    result = audit.verdict(method, BETA_VAE, _arms(AE_MIG))
+    assert result["label"] == "LOSES INFORMATION"
+    assert "the battery names no plane" in result["reason"]
+    assert "the reference AE has no runs on that arm" in result["reason"]
+
+
+def test_robust_margins_follow_the_headroom_above_the_ae():
+    """Rule 2: the equivalence margin is the method's headroom above the AE floor times half
+    the share of its headroom the β-VAE loses; the same drop is ROBUST for a method with
+    much headroom and not for one with little; the PCL control uses its own headroom."""
+    relative = 0.5 * (np.mean(HIGH) - np.mean(LOW)) / (np.mean(HIGH) - np.mean(AE_MIG))
+    much = [0.60, 0.61, 0.59, 0.60]
+    result = audit.verdict(_arms(much, np.subtract(much, 0.05), np.subtract(much, 0.05)),
+                           BETA_VAE, AE)
+    assert result["margin"] == pytest.approx(relative * (0.6 - np.mean(AE_MIG)))
+    assert result["label"] == "ROBUST"
+    little = [0.12, 0.13, 0.11, 0.12]
+    result = audit.verdict(_arms(little, np.subtract(little, 0.05),
+                                 np.subtract(little, 0.05)), BETA_VAE, AE)
+    assert result["margin"] == pytest.approx(relative * (0.12 - np.mean(AE_MIG)))
+    assert result["label"] != "ROBUST"
+    said, test = audit.robust_control(_arms(much, much), AE, relative, 0.05, "modified")
+    assert test["equivalent"] and f"±{relative * (0.6 - np.mean(AE_MIG)):.3f}" in said
+    said, test = audit.robust_control(_arms(AE_MIG, AE_MIG), AE, relative, 0.05, "modified")
+    assert test is None and "not above the reference AE's" in said

@@ -243,3 +243,26 @@ def test_the_spread_bound_for_power_is_wider_than_the_observed_spread_at_few_run
     x, y = rng.normal(size=50), rng.normal(size=50)
     assert 1.0 < stats.spread_upper_bound(x, y) / stats.pooled_sd(x, y) < 1.1
     assert stats.spread_upper_bound([0.1], [0.2]) is None
+
+
+def test_the_drop_of_one_model_against_another_keeps_its_level_and_finds_a_real_difference():
+    """drop_exceeds (a method's drop against the AE's, four independent groups): under H0
+    (equal drops, unequal spreads, 5 runs a group) it rejects at about α; with a real
+    difference of two spreads it rejects most of the time; its statistic is the contrast."""
+    rng = np.random.default_rng(3)
+    spreads = (0.02, 0.06, 0.01, 0.03)
+
+    def draw(means):
+        return [rng.normal(m, s, size=5) for m, s in zip(means, spreads)]
+
+    null = np.mean([stats.drop_exceeds(*draw((0.5, 0.3, 0.1, -0.1)))["p"] < 0.05
+                    for _ in range(3000)])
+    assert 0.035 < null < 0.065, null
+    real = np.mean([stats.drop_exceeds(*draw((0.5, 0.2, 0.1, 0.0)))["p"] < 0.05
+                    for _ in range(500)])
+    assert real > 0.7, real
+    a, b, c, d = [0.5, 0.6], [0.1, 0.2], [0.1, 0.12], [0.08, 0.1]
+    found = stats.drop_exceeds(a, b, c, d)
+    assert found["diff"] == pytest.approx((0.55 - 0.15) - (0.11 - 0.09))
+    assert found["p"] < 0.05
+    assert stats.drop_exceeds([0.5, 0.5], [0.1, 0.1], [0.1, 0.1], [0.1, 0.1])["p"] == 0.0
