@@ -90,8 +90,9 @@ from perturbations.artefact import artefact_warnings
 
 FLAGS = flags.FLAGS
 ALPHA = stats.ALPHA
-#: the equivalence margin of ROBUST, as a fraction of the reference beta-VAE's relative MIG
-#: drop, applied to the audited model's own original MIG (`relative_margin`)
+#: the equivalence margin of ROBUST, as a fraction of the share of its headroom above the
+#: AE floor the reference beta-VAE loses, applied to the audited model's own headroom
+#: (`relative_margin`)
 MARGIN_FRACTION = 0.5
 #: the geometry battery at CPU scale (gin_configs/studies/geometry_cpu.gin)
 DEFAULT_REFERENCE = "results/geometry_cpu"
@@ -138,8 +139,9 @@ def define_flags() -> None:
                          lower_bound=1)
     flags.DEFINE_float("alpha", ALPHA, "Level of every test of the verdict.")
     flags.DEFINE_float("margin_fraction", MARGIN_FRACTION, "Equivalence margin of ROBUST, as "
-                       "a fraction of the reference beta-VAE's relative MIG drop on the "
-                       "manipulated arm, applied to each model's own original MIG.")
+                       "a fraction of the share of its headroom above the AE's MIG the "
+                       "reference beta-VAE loses on the manipulated arm, applied to each "
+                       "model's own headroom.")
 
 
 def reference_settings(reference_dir) -> dict:
