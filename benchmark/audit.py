@@ -808,6 +808,28 @@ def _steps(bindings) -> str:
     return "the default number of"
 
 
+#: a method whose seed-to-seed MIG spread is below this share of the reference beta-VAE's
+#: has seeds that barely differ (`seeds_alike`)
+SEEDS_ALIKE_SHARE = 0.1
+
+
+def seeds_alike(method: dict, beta_vae: dict, manipulated: str) -> str | None:
+    """A warning when the method's seeds barely differ: its pooled MIG spread on original
+    and the manipulated arm is below SEEDS_ALIKE_SHARE of the reference beta-VAE's (a
+    deterministic encoder, a pixel-linear fit whose seeds change little). The tests then
+    rest on almost no variation: their p-values say how these codes differ, not how the
+    verdict would vary with another training or data sample. None otherwise."""
+    arms = [method[v]["kept"] for v in ("original", manipulated) if v in method]
+    reference = [beta_vae[v]["kept"] for v in ("original", manipulated) if v in beta_vae]
+    mine, theirs = stats.pooled_sd(*arms), stats.pooled_sd(*reference)
+    if mine is None or not theirs or mine >= SEEDS_ALIKE_SHARE * theirs:
+        return None
+    return (f"Warning: the method's seeds barely differ (MIG spread {mine:.4f} against the "
+            f"reference β-VAE's {theirs:.4f}): its tests rest on almost no seed-to-seed "
+            "variation, so their p-values describe these codes, not how the verdict would "
+            "vary with another training or data sample.")
+
+
 def _scope(reference: dict, reference_dir, battery: dict, seeds, power: float | None,
            effect: float | None, runs_per_arm: dict | None = None) -> str:
     """The sentence that says what the verdict rests on: battery, scale, power.
@@ -944,6 +966,9 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     scope = _scope(reference, reference_dir, battery, seeds, power, effect,
                    {arm: len(r["kept"]) + len(r["overpruned"])
                     for arm, r in runs_by_model[method_key].items()})
+    alike = seeds_alike(method, references["beta_vae"], manipulated)
+    if alike:
+        scope += " " + alike
     dose = battery_lib.dose_response(runs_by_model, sweep) if sweep else []
     health_known = any(r.get("health_known", True) for arm in runs_by_model[method_key].values()
                        for r in arm["kept"] + arm["overpruned"])
@@ -959,6 +984,7 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
                "positive_control": decision["positive_control"],
                "reference_specific": decision["reference_specific"],
                "robust_control": robust, "robust_test": robust_test, "scope": scope,
+               "seeds_alike": bool(alike),
                "power": power, "battery": battery, "arms": compared,
                "method_drops": mig_drops(method),
                "reference_drops": {m: mig_drops(a) for m, a in references.items()},

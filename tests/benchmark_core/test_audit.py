@@ -670,3 +670,13 @@ def test_robust_margins_follow_the_headroom_above_the_ae():
     assert test["equivalent"] and f"±{relative * (0.6 - np.mean(AE_MIG)):.3f}" in said
     said, test = audit.robust_control(_arms(AE_MIG, AE_MIG), AE, relative, 0.05, "modified")
     assert test is None and "not above the reference AE's" in said
+
+
+def test_seeds_that_barely_differ_are_named():
+    """Identical codes in every seed (an invariant encoder) or a spread a tenth of the
+    β-VAE's: the scope warns that the p-values rest on almost no variation."""
+    same = [0.8, 0.8, 0.8, 0.8]
+    warning = audit.seeds_alike(_arms(same, same), BETA_VAE, "modified")
+    assert warning.startswith("Warning: the method's seeds barely differ (MIG spread 0.0000")
+    assert audit.seeds_alike(_arms(HIGH, LOW), BETA_VAE, "modified") is None
+    assert audit.seeds_alike(_arms([0.8]), BETA_VAE, "modified") is None
