@@ -509,10 +509,12 @@ def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
                              f"{np.mean(before):.1f}° → {np.mean(after):.1f}°, one-sided "
                              f"Welch p = {turn['p']:.3g})"))
         else:
-            runs = len(_values(method[manipulated], include))
-            evidence.append((False, f"its turn is not measurable: {len(after)} of {runs} "
-                                    f"code(s) on {manipulated} and {len(before)} on original "
-                                    "follow the factors' plane linearly (2 a side needed)"))
+            read = [turns.get(v, {}).get("read") for v in ("original", manipulated)]
+            kept = ("" if None in read else
+                    f" (of {read[1]} and {read[0]} runs whose codes are kept)")
+            evidence.append((False, f"its turn is not measurable: {len(after)} code(s) on "
+                                    f"{manipulated} and {len(before)} on original follow the "
+                                    f"factors' plane linearly{kept}; 2 a side are needed"))
     else:
         evidence.append((False, "the battery names no plane, so a turn is not measured"))
     if not _short_arm("the reference AE", ae, ("original", manipulated)):
@@ -943,7 +945,10 @@ def write_audit(name: str, seeds, reference: dict, reference_dir, settings: dict
     turns = None
     if battery.get("plane") is not None:
         angles = battery_lib.arm_scores(runs_by_model[method_key], "misalignment")
-        turns = {v: angles[v] for v in compared}
+        turns = {v: {**angles[v], "read": sum(r.get("codes_read", False)
+                                              for k in ("kept", "overpruned")
+                                              for r in runs_by_model[method_key][v][k])}
+                 for v in compared}
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
                        margin_fraction, manipulated, controls, flagged=bool(flagged),
                        turns=turns)

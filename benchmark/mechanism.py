@@ -47,8 +47,9 @@ def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
     factor columns `plane`) where some latent follows the two factors linearly: from the
     run's evaluation codes (eval_codes.npz), or, for a published study whose codes are not
     in the repository, from STUDY_DIR/alignment.json (written by `python -m
-    benchmark.metrics.alignment STUDY_DIR` in the same plane). Records unchanged without a
-    plane."""
+    benchmark.metrics.alignment STUDY_DIR` in the same plane), and 'codes_read' (whether
+    the run's codes or their saved angles were there to measure). Records unchanged without
+    a plane."""
     if plane is None:
         return records
     saved = _saved_alignment(study_dir, plane)
@@ -66,7 +67,9 @@ def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
                                  f"({error})") from None
             angle = float(np.mean(kept)) if kept else None
         values = r["values"] if angle is None else {**r["values"], "misalignment": angle}
-        out.append({**r, "values": values})
+        codes_read = (pathlib.Path(r["run_dir"], "eval_codes.npz").is_file()
+                      or row is not None)
+        out.append({**r, "values": values, "codes_read": codes_read})
     return out
 
 

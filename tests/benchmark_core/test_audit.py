@@ -639,11 +639,12 @@ def test_depends_needs_a_turn_or_a_drop_beyond_the_ae_else_it_loses_information(
     assert result["label"] == "DEPENDS" and "larger than the reference AE's own drop there" \
         in result["reason"]
     # codes that no longer follow the plane: the turn is not measurable
-    nonlinear = {"original": aligned["original"],
-                 "modified": {"kept": [12.0], "overpruned": []}, "noisy": aligned["noisy"]}
+    nonlinear = {"original": {**aligned["original"], "read": 4},
+                 "modified": {"kept": [12.0], "overpruned": [], "read": 4}}
     result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=nonlinear)
     assert result["label"] == "LOSES INFORMATION"
-    assert "1 of 4 code(s) on modified and 4 on original follow" in result["reason"]
+    assert ("1 code(s) on modified and 4 on original follow the factors' plane linearly (of "
+            "4 and 4 runs whose codes are kept)") in result["reason"]
     # no plane and no AE runs on that arm: nothing shows a dependence
     result = audit.verdict(method, BETA_VAE, _arms(AE_MIG))
     assert result["label"] == "LOSES INFORMATION"
