@@ -11,7 +11,7 @@ COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
             "benchmark.curves", "benchmark.metrics.alignment", "benchmark.pipeline",
             "benchmark.strength_choice",
-            "perturbations.generate", "perturbations.noise",
+            "perturbations.generate", "perturbations.noise", "perturbations.geometry",
             "perturbations.inspect", "perturbations.readapt",
             "perturbations.publish_references"]
 

@@ -27,6 +27,7 @@ TINY_RUN_TESTS = {
     "perturbations.generate": "tests/perturbations/test_generate.py",
     "perturbations.noise": "tests/test_faults.py",
     "perturbations.inspect": "tests/perturbations/test_diagnostics.py",
+    "perturbations.geometry": "tests/perturbations/test_geometry.py",
     "perturbations.readapt": "tests/perturbations/test_generate.py",
     "perturbations.publish_references": "tests/perturbations/test_generate.py",
 }

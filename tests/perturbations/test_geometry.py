@@ -1,0 +1,76 @@
+"""The geometry check before retraining (perturbations/geometry.py): known answers for the
+axis arithmetic, the wave as the positive control and its texture and noise as negative
+ones, and the command as a user calls it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from perturbations import geometry
+from tests.cli import python_m
+
+
+@pytest.mark.parametrize("gram, axis", [([[1, 0], [0, 2]], 90.0), ([[2, 0], [0, 1]], 0.0),
+                                        ([[1, 1], [1, 1]], 45.0), ([[1, -1], [-1, 1]], 135.0),
+                                        ([[3, 1], [1, 3]], 45.0)])
+def test_the_principal_axis_of_known_matrices(gram, axis):
+    assert geometry.principal_axis_deg(gram) == pytest.approx(axis)
+
+
+def test_misalignment_turn_and_anisotropy_fold_as_axes_do():
+    assert geometry.misalignment_deg(135.0) == pytest.approx(45.0)
+    assert geometry.misalignment_deg(71.3) == pytest.approx(18.7)
+    assert geometry.misalignment_deg(90.0) == 0.0
+    assert geometry.turn_deg(170.0, 10.0) == pytest.approx(20.0)
+    assert geometry.turn_deg(90.0, 45.0) == pytest.approx(45.0)
+    assert geometry.anisotropy(np.eye(2)) == 0.0
+    assert geometry.anisotropy([[1, 0], [0, 3]]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="2 x 2"):
+        geometry.principal_axis_deg([[1, 0, 0]])
+
+
+def test_the_wave_turns_the_ellipse_geometry_and_its_controls_do_not():
+    """Positive control: the wave at 0.1 correlates the factor steps (0.19) and turns the
+    principal axis 18.7° (the registered numbers, studies/geometry_cpu.gin); its fixed-phase
+    texture and matched noise leave them nearly orthogonal and fail the check."""
+    rows = {r["variant"]: r for r in geometry.wave_rows([0.1])}
+    assert rows["original"]["correlation"] == pytest.approx(0.0, abs=1e-6)
+    assert rows["original"]["axis_deg"] == pytest.approx(90.0)
+    wave = rows["wave@0.1"]
+    assert wave["passes"] and wave["correlation"] == pytest.approx(0.192, abs=0.002)
+    assert wave["misalignment_deg"] == pytest.approx(18.7, abs=0.1)
+    controls = [r for name, r in rows.items() if name.startswith(("wave_texture", "noisy"))]
+    assert len(controls) == 2
+    for control in controls:
+        assert not control["passes"] and abs(control["correlation"]) < 0.05
+
+
+def test_the_command_checks_waves_and_refuses_a_directory_that_is_no_artefact(tmp_path):
+    out = tmp_path / "geometry.json"
+    found = python_m("perturbations.geometry", "--waves=0.05,0.1", f"--out={out}")
+    assert found.returncode == 0, found.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["variant"] for r in rows][:3] == ["original", "wave@0.05", "wave@0.1"]
+    assert [r["passes"] for r in rows[1:3]] == [False, True]
+    assert "| wave (ellipse) | wave@0.1 | 0.192 |" in found.stdout
+    empty = tmp_path / "not_an_artefact"
+    empty.mkdir()
+    refused = python_m("perturbations.geometry", str(empty))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[0] == (
+        f"error: expected an artefact directory with metadata.json (or a folder of them), "
+        f"found none at {empty}")
+
+
+def test_an_artefact_is_checked_on_its_own_dataset_with_its_texture(tmp_path):
+    """An untrained m(w) of the ellipse: three rows (original, modified, its fixed texture),
+    the texture's geometry measured against the same original."""
+    from tests.perturbations.test_artefact import ELLIPSE, _reduced, _reduced_artefact
+    out = _reduced_artefact(tmp_path / "art", _reduced(ELLIPSE), seed=0)
+    rows = geometry.artefact_rows(out)
+    assert [r["variant"] for r in rows] == ["original", "modified@0.3",
+                                           "modified_texture@0.3"]
+    assert rows[0]["axis_deg"] == pytest.approx(90.0)
+    assert all(r["turn_deg"] is not None and r["name"] == "art" for r in rows[1:])
+    assert all(isinstance(r["passes"], bool) for r in rows[1:])
