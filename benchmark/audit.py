@@ -295,7 +295,7 @@ def validity_gate(beta_vae: dict, ae: dict, alpha: float = ALPHA
     """(passed, Welch record or None, one sentence): is the reference beta-VAE's original
     MIG above the reference AE's (one-sided Welch at alpha)? A battery whose disentangling
     reference is at the AE floor has nothing to lose: its drops cannot be read as a loss of
-    disentanglement, and every verdict is untestable at its scale (issue 58)."""
+    disentanglement, and every verdict is untestable at its scale."""
     short = (_short_arm("the reference β-VAE", beta_vae, ("original",))
              or _short_arm("the reference AE", ae, ("original",)))
     if short:
