@@ -37,9 +37,9 @@ modified against noisy.
      Welch), significantly larger than the drop on every control (stats.drop_difference),
      so it is not mere sensitivity to noise or texture of the same energy, *and* either a
      turn of the code (misalignment up on the manipulated arm, one-sided Welch, over the
-     runs whose latents follow the battery's plane linearly) or a drop larger than the
-     reference AE's own drop on that arm (stats.drop_exceeds);
-   - LOSES INFORMATION: that specific drop without a turn or a drop beyond the AE's: the
+     runs whose latents follow the battery's plane linearly) or a smaller share of its MIG
+     kept than the reference AE keeps on that arm (stats.keeps_less);
+   - LOSES INFORMATION: that specific drop without a turn or a share beyond the AE's: the
      manipulation costs the code information, as it costs any code;
    - ROBUST: original and manipulated MIG equivalent within ±margin (TOST at alpha), the
      margin being margin_fraction (default 0.5) of the share of its headroom above the AE
@@ -98,7 +98,8 @@ MARGIN_FRACTION = 0.5
 DEFAULT_REFERENCE = "results/geometry_cpu"
 MIG_RANGE = battery_lib.MIG_RANGE
 #: the verdict rule (module docstring): 2 added the validity gate, the headroom margin and
-#: DEPENDS' need of a turn or a drop beyond the AE's (LOSES INFORMATION otherwise); audits
+#: DEPENDS' need of a turn or of losing a larger share than the AE (LOSES INFORMATION
+#: otherwise); audits
 #: published before it (no 'rule_version' in audit.json) were decided by rule 1
 RULE_VERSION = 2
 #: seeds an arm needs before the audit states its power (below, the spread is a guess)
@@ -490,10 +491,11 @@ def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
     """DEPENDS or LOSES INFORMATION for a drop already shown specific (`said`, its
     sentence): DEPENDS needs, beside it, evidence that the code turned (its misalignment
     higher on the manipulated arm than on original, one-sided Welch at alpha, over the runs
-    whose codes follow the plane linearly) or a drop larger than the reference AE's own
-    drop on that arm (stats.drop_exceeds at alpha): a drop that neither turns the code nor
-    exceeds what the manipulation costs a code with no disentanglement is the loss of
-    information any code suffers, LOSES INFORMATION."""
+    whose codes follow the plane linearly) or a smaller share of its MIG kept than the
+    reference AE keeps on that arm (stats.keeps_less at alpha; shares, since an absolute
+    drop favours any model with more to lose): a drop that neither turns the code nor
+    exceeds, in share, what the manipulation costs a code with no disentanglement is the
+    loss of information any code suffers, LOSES INFORMATION."""
     evidence = []
     if turns is not None:
         before, after = (_values(turns.get(v, {"kept": [], "overpruned": []}), include)
@@ -519,14 +521,13 @@ def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
         evidence.append((False, "the battery names no plane, so a turn is not measured"))
     if not _short_arm("the reference AE", ae, ("original", manipulated)):
         mine = (_values(method["original"], include), _values(method[manipulated], include))
-        exceeds = stats.drop_exceeds(*mine, ae["original"]["kept"], ae[manipulated]["kept"])
-        tests["exceeds_ae"] = exceeds
-        own = float(np.mean(ae["original"]["kept"]) - np.mean(ae[manipulated]["kept"]))
-        evidence.append((exceeds["p"] < alpha,
-                         f"its drop is {'' if exceeds['p'] < alpha else 'not shown to be '}"
-                         f"larger than the reference AE's own drop there ({own:.3f}; "
-                         f"difference {exceeds['diff']:.3f}, one-sided Welch p = "
-                         f"{exceeds['p']:.3g})"))
+        less = stats.keeps_less(*mine, ae["original"]["kept"], ae[manipulated]["kept"])
+        tests["keeps_less_than_ae"] = less
+        evidence.append((less["p"] < alpha,
+                         f"it keeps {'' if less['p'] < alpha else 'not significantly '}"
+                         f"less of its MIG than the reference AE keeps there ({less['kept']:.0%}"
+                         f" against {less['kept_other']:.0%}, one-sided delta-method Welch "
+                         f"p = {less['p']:.3g})"))
     else:
         evidence.append((False, "the reference AE has no runs on that arm to compare"))
     shown = [text for ok, text in evidence if ok]

@@ -9,7 +9,7 @@ skipped, the game restarts from its last checkpoint), so the same command, start
 after a lost node or a wall-clock limit, continues the pipeline. A stage that fails stops
 the pipeline with its exit status; the stages after it do not start.
 
-Paper 002 at paper scale (issue 28 step 8; gin_configs/pipelines/zietlow2021_paper.gin):
+Paper 002 at paper scale (gin_configs/pipelines/zietlow2021_paper.gin):
 the restart pools (beta-VAE, Table 2 settings, dlib's 300k steps: 10 restarts on dSprites,
 16 on Shapes3D), the two games (their references chosen from the pools by MIG: 1 + 1 on
 dSprites, an ensemble of 4 + 4 on Shapes3D; appendix B.1), then the retraining of

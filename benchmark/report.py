@@ -835,7 +835,7 @@ def arm_size_rows(results_dir: pathlib.Path, study: dict) -> tuple[list[dict], l
 
 
 def arm_size_lines(rows: list[dict], missing: list[str]) -> list[str]:
-    """The report's section on how much each arm changes the images (issue 28 step 6)."""
+    """The report's section on how much each arm changes the images."""
     if not rows and not missing:
         return []
     lines = ["## How much each arm changes the images", "",

@@ -28,7 +28,7 @@ finished only when it exists):
                      exact configuration to rerun, and the identity of runs written before
                      fingerprint.json)
     fingerprint, suite_version
-Schema version 1 (every published run up to issue 18) nests the scores per metric
+Schema version 1 (the runs published before version 2) nests the scores per metric
 (`metrics: {"mig": {"mig": ..., "mig_per_factor": [...]}, "health": {...}}`), keeps the
 losses in `final_losses` and the config only as text; `read` turns it into the version-2
 layout with the same functions that write version 2, so both give the same numbers.

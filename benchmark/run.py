@@ -117,7 +117,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
-    PCL; REFERENCE.md).
+    PCL; 6 as in paper 002's Table 2).
     health_points: evaluation images for active units, PSNR and reconstruction loss.
     figures: write reconstructions.png and traversals.png (methods with a decoder).
     precision: 'float32', or 'mixed_bfloat16' (GPU: layers compute in bfloat16, variables,

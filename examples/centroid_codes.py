@@ -1,6 +1,6 @@
 """python examples/centroid_codes.py EXPORT_DIR [--threshold=0.5]
 
-A known-answer method for the audit (issue 62's table): an encoder invariant by
+A known-answer method for the audit: an encoder invariant by
 construction, with no training. Each image is thresholded at 0.5 and its code is the
 centroid (row, column) of the pixels at or above it. On the geometry battery every arm
 thresholds back to the same sprite: the wave, its texture and the matched noise add at

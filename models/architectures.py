@@ -1,6 +1,6 @@
 """Networks shared by every method: disentanglement_lib's conv encoder/decoder and an MLP.
 
-dlib conv architecture (REFERENCE.md, Methods; Locatello et al. 2019; disentanglement_lib
+dlib conv architecture (Locatello et al. 2019; disentanglement_lib
 methods/shared/architectures.py `conv_encoder`): encoder 4 conv layers (32, 32, 64, 64
 filters, kernels 4, 4, 2, 2, stride 2, 'same', ReLU), dense 256 (ReLU), linear heads for
 the mean and log-variance; the decoder mirrors it: dense 256, dense 4*4*64, 4 transposed

@@ -1,14 +1,14 @@
 """FactorQVAE and its variants QVAE, dVAE, FactordVAE (paper 003), one model with switches.
 
 Posterior (eqs. 3-4): a global codebook M of K scalars; per latent j a categorical over the
-K values with logits -R_j, R_j = |z_e,j - M| (eq. 3; REFERENCE.md says squared distance,
-the paper's eq. 3 has the absolute value, which is followed here) for QVAE/FactorQVAE, or
+K values with logits -R_j, R_j = |z_e,j - M| (eq. 3: the absolute value, not the squared
+distance) for QVAE/FactorQVAE, or
 logits output by the encoder directly (d x K heads) for dVAE/FactordVAE. Training samples
 a relaxed one-hot z (Gumbel-softmax, temperature tau) per latent; the decoder gets
 z_q = z M (n, d). Loss (eq. 5, Algorithm 1):
     MSE reconstruction of images shifted to [-0.5, 0.5] (summed over pixels)
     + beta KL(q(z|x) || uniform over K) + gamma TC,
-TC by a discriminator on the relaxed one-hots (5 x 1000 LeakyReLU, REFERENCE.md),
+TC by a discriminator on the relaxed one-hots (5 x 1000 LeakyReLU),
 dims permuted independently across the batch (eqs. 6-8; shared with FactorVAE:
 models/factorvae.py). gamma = 0 is QVAE / dVAE (no discriminator).
 Schedules, paper 003 appendix A.1 (the defaults): both learning rates (Adam) cosine-

@@ -24,7 +24,7 @@ def _check_adam(name: str, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-7
 
 def dlib_adam(learning_rate: float = 1e-4, beta_1: float = 0.9, beta_2: float = 0.999,
               epsilon: float = 1e-8) -> keras.optimizers.Optimizer:
-    """disentanglement_lib's optimiser (REFERENCE.md, Methods): the β-VAE family, FactorVAE's
+    """disentanglement_lib's optimiser (Locatello et al. 2019): the β-VAE family, FactorVAE's
     VAE, SlowVAE, PCL."""
     _check_adam("adam", learning_rate, beta_1, beta_2, epsilon)
     return keras.optimizers.Adam(learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
@@ -42,7 +42,7 @@ def paper001_adamw(learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: flo
                    weight_decay: float = 0.1, clipnorm: float | None = 1.0
                    ) -> keras.optimizers.Optimizer:
     """AdamW of paper 001 Table 9 (QLAE, QLVAE, VQ-VAE, BioAE): weight decay 0.1, its tuned
-    QLAE value on Table 11's grid; gradient clipping 1.0 (REFERENCE.md)."""
+    QLAE value on Table 11's grid; gradient clipping 1.0."""
     _check_adam("adamw", learning_rate, beta_1, beta_2)
     check_range("adamw.weight_decay", weight_decay, 0.0)
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, beta_1=beta_1,

@@ -7,7 +7,7 @@ sigmoid cross-entropy of r with label 1 for real and 0 for shuffled pairs. There
 decoder; the representation is h(x).
 
 Two choices follow Hyvarinen & Morioka's own code (the official PyTorch PCL, `pcl.py`:
-`Net`), which REFERENCE.md left out:
+`Net`):
 - h is batch-normalised (BatchNorm on the encoder's output, without affine terms since the
   score's w, b and a carry scale and offset): without it the logistic regression can
   separate pairs by growing h's scale, which saturates the task within a few hundred steps

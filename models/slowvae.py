@@ -4,10 +4,10 @@ consecutive frames with a sparse (Laplace) transition prior.
 For a pair (x_t, x_t+1) both frames are encoded; the first latent gets the usual
 N(0, I) prior, the second a Laplace prior centred on the first frame's sample with rate
 lambda (scale 1 / lambda). The KL of the second posterior to that prior is estimated as
-(Laplace cross-entropy of a sample) - (Gaussian posterior entropy), per REFERENCE.md:
+(Laplace cross-entropy of a sample) - (Gaussian posterior entropy):
   loss = [rec(x_t) + rec(x_t+1)] + beta * KL(q(z_t) || N(0, I))
          + gamma * (-log Laplace(z_t+1; z_t, 1/lambda) - H[q(z_t+1)]),
-with beta 1, gamma 10, lambda 6 (paper 002 Table 2 / REFERENCE.md).
+with beta 1, gamma 10, lambda 6 (paper 002 Table 2).
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
     eps overrides the artefact's strength (the robustness sweep of the report).
     texture: the 'modified_texture' control of a manipulation artefact instead: the same
     pattern E_w m(w) (`mean_manipulation`) added to every image: m's mean, without its
-    variance along the factors (issue 14 item 5). At the same eps it changes the images
+    variance along the factors. At the same eps it changes the images
     less than m(w) does, the more so the more of m depends on w (2-factor ellipse
     artefact: mean |dx| 7x less; `python -m benchmark.data match` sizes it)."""
     metadata = read_metadata(directory)

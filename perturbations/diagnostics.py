@@ -3,8 +3,8 @@
 Paper 002 sec. 4.4 wants an m(w) that exploits "the different ways the noise was
 distributed across the latent space": it must add variance *along the factors*. A pattern
 that is the same for every image adds none (a decoder absorbs it as a bias), so the
-numbers here separate the image-independent part of m from its w-dependent part
-(issue 14 item 1). All are computed on a uniform sample of factors w (a few hundred images
+numbers here separate the image-independent part of m from its w-dependent part.
+All are computed on a uniform sample of factors w (a few hundred images
 by default, a few seconds on a CPU):
 
 - spread of m: mean |m|, std of m across images (mean over pixels of the per-pixel std),
@@ -50,13 +50,13 @@ DIAGNOSTICS_VERSION = 2          # 2: visible_m, and minimum_effect reads it
 DEFAULT_IMAGES = 300
 #: |m| above this counts as saturated: tanh's gradient there is 1 - 0.9^2 = 0.19.
 SATURATION = 0.9
-#: Floors below which a generated artefact is flagged (not targets: issue 14 asks for a
-#: w-dependent energy that is a *clear* share of the total).
+#: Floors below which a generated artefact is flagged (not targets: the w-dependent
+#: energy should be a *clear* share of the total).
 MIN_W_DEPENDENT_SHARE = 0.05
 MIN_MEAN_ABS_CHANGE = 1.0 / 255.0          # one uint8 grey level
 #: Quantiles (in %) of s reported, and the grid on which m is evaluated as a function of s.
 QUANTILES = (0, 1, 5, 25, 50, 75, 95, 99, 100)
-#: A wide fixed range of s (issue 14 measured m over s in [-10, 10]).
+#: A wide fixed range of s (the range over which m was first measured).
 WIDE_RANGE = (-10.0, 10.0)
 #: Factor grids up to this many points are enumerated exactly for the distribution of s.
 MAX_GRID_POINTS = 1 << 21

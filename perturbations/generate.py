@@ -88,7 +88,7 @@ def occupied_outputs(settings: dict) -> list[pathlib.Path]:
 
 #: written into work_dir when a generation has written all its outputs
 FINISHED = "generated.json"
-#: where an artefact publishes the references it was generated from (issue 28 step 1)
+#: where an artefact publishes the references it was generated from
 REFERENCES = references.IN_ARTEFACT
 
 
@@ -152,9 +152,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     eps_sweep: further strengths written as artefacts <output_dir>_eps<E> (same m(w)).
     evidence_points: samples of the MIG evaluation on original vs modified data.
     reconstruction, mean_penalty: the game's loss ('squared_error', paper 002 eqs. 4-5;
-      'bernoulli' made the artefacts published before issue 14) and its batch-mean penalty
-      on m; output_init_scale: m's last layer starts scaled by it (perturbations/
-      manipulation.py says why each matters).
+      'bernoulli' made the artefacts published before the loss was a choice) and its
+      batch-mean penalty on m; output_init_scale: m's last layer starts scaled by it
+      (perturbations/manipulation.py says why each matters).
     neuron_learning_rate_scale: the one neuron's weights (m's direction in factor space)
       learn at this multiple of m's learning rate, with an Adam of their own (1: the
       paper's single optimiser; manipulation.ManipulationGame says why it matters).

@@ -21,14 +21,14 @@ m on the last. m and the decoders have separate optimisers, both Adam(lr 1e-4, 0
 eps 1e-7) (appendix B.1; `models.optimizers.manipulation_adam` for m, gin
 `manipulation_adam.*`, and `game_decoder_adam` for the decoders, gin `game_decoder_adam.*`).
 
-Choices that decide whether m learns a w-dependent pattern (issue 14 item 2):
+Choices that decide whether m learns a w-dependent pattern:
 - `reconstruction`: the game's loss of x' given the decoders' logits l. 'squared_error'
   (the default) is paper 002's eqs. 4-5, ||x' - sigmoid(l)||^2; 'bernoulli' is the
   sigmoid cross-entropy the reference models trained with. What m learns is the gradient
   of the loss with respect to its *target* x': for the cross-entropy softplus(l) - x' l
   it is -l, the decoder's logit, which on dSprites' background is a large negative
   number almost the same for every image, so m's gradient is the difference of how
-  confidently the two decoders predict the background (measured in issue 14: 99.9 % of
+  confidently the two decoders predict the background (measured: 99.9 % of
   its energy on background pixels, a third of it image-independent); for the squared
   error it is 2 (x' - sigmoid(l)), the decoder's error, which is small where a decoder
   predicts well and carries the image-dependent part.
@@ -41,7 +41,7 @@ Choices that decide whether m learns a w-dependent pattern (issue 14 item 2):
 - `unit_variance_init` (perturbations.generate): with dlib's (Glorot) initial weights and
   a one-dimensional input, m's activations shrink layer by layer (mean |h| 2e-2 after the
   first dense layer, 3e-4 after the third transposed convolution, on full dSprites), so
-  one Adam step of 1e-3 on a bias outweighs them; measured on full dSprites (issue 14):
+  one Adam step of 1e-3 on a bias outweighs them; measured on full dSprites:
   the 32x32 transposed convolution had no active unit for any w by update 20, with or
   without the mean penalty, and m was one constant pattern for good (a layer that outputs
   zero passes no gradient). `unit_variance_init` rescales each layer's initial weights
@@ -104,7 +104,7 @@ def neuron_direction_deg(weights):
 def set_neuron_direction(manipulation: keras.Model, direction) -> list[float]:
     """Points the one neuron's input weights along `direction` ('diagonal': equal weight
     on every factor, or k numbers), keeping their initial norm and bias; returns the
-    weights. The game's choice of which factors m depends on starts here (issue 28)."""
+    weights. The game's choice of which factors m depends on starts here."""
     neuron = manipulation.get_layer("single_neuron")
     kernel, bias = neuron.get_weights()
     k = kernel.shape[0]
@@ -225,7 +225,7 @@ class ManipulationGame(keras.Model):
       mean_penalty: weight >= 0 of the batch-mean penalty on m (module docstring).
       neuron_optimizer: of the one neuron's weights alone (None: they are m's like the
         rest, the paper's setting). m(w) varies only along its direction a in factor
-        space, and at m's learning rate a stays where it was initialised (issue 14: norm
+        space, and at m's learning rate a stays where it was initialised (measured: norm
         0.52 -> 0.58 over 1,000 updates, direction within 3 degrees), so which factors m
         depends on is decided by the initial draw unless a learns faster.
     Batches are (scaled factors (4n, k), original images (4n, 64, 64, c)).

@@ -15,7 +15,7 @@ darker) would move the *other* way, towards the disentangled reconstruction. Wit
 the arm was the same whichever reference was called entangled, and 27 % of its energy
 pointed the wrong way (found by review before the objective check ran, 2026-11-27).
 
-It is the positive control of the game's objective (issue 28 step 4): a perturbation built
+It is the positive control of the game's objective: a perturbation built
 to make the entangled decoder's job easier, which re-adaptation must reward over noise of
 the same energy if the objective can see such a thing at all. The deltas of every image of
 the dataset are computed once (a dataset of at most MAX_IMAGES images, such as the

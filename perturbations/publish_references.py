@@ -1,7 +1,7 @@
 """python -m perturbations.publish_references ARTEFACT [--work_dir=DIR] [--tolerance=T]
 
-Publishes, inside a manipulation artefact made before artefacts carried their references
-(issue 28 step 1), the reference models its metadata names, so that `perturbations.readapt`
+Publishes, inside a manipulation artefact made before artefacts carried their references,
+the reference models its metadata names, so that `perturbations.readapt`
 and the game rerun from a clean clone (perturbations/references.py says what a published
 reference holds). For each entangled and disentangled reference:
   - its run directory still has checkpoints/: those weights are published as they are

@@ -1,7 +1,7 @@
 """python -m perturbations.readapt DIR [--steps N] [--arms=...] [--seeds=0,1,2
 [--compare_to=ARM,...]] [--publish] [--out JSON]
 
-The re-adaptation gate of a manipulation artefact (issue 14 item 5). During the game the
+The re-adaptation gate of a manipulation artefact. During the game the
 reference decoders are trained alongside m(w), so the gap L_ent - L_dis the game logs is
 that of decoders that have chased m for as long as m has chased them: a gap that opens
 late can be a transient that decoders given more time close. Here m is frozen (the
@@ -45,7 +45,7 @@ second half of the updates (it is not closing), and the modified data differ fro
 original by at least one grey level on average (mean |x' - x| >= 1/255, the diagnostics'
 minimum effect): below it the arms train on the same images up to rounding, and the sign
 of an advantage of 1e-4 is numerical noise (the penalty game's m, mean |x' - x| 1e-6,
-"passed" with -0.0006 before this floor, issue 28). The texture arm's advantage is reported
+"passed" with -0.0006 before this floor). The texture arm's advantage is reported
 beside it, and every other arm's (`arm_advantage_end`): an arm with a more negative
 advantage than m's is a perturbation the game would have preferred to the m it found.
 
@@ -57,9 +57,9 @@ reference pair) and `across_seeds` adds, per arm, the mean advantage at the end 
 and the test that it is below 0, and for every arm against each arm of --compare_to
 (default: the noise arms) the paired one-sided t-test (pairs: the same seed, so the same
 batches) that its advantage is lower, i.e. that the game's objective prefers it to that
-control (issue 28 step 4: the naive arm is the objective's positive control; until it is
-shown preferred to noise of the same energy, nothing the objective prefers or does not
-prefer can be read as about mixing).
+control (the naive arm, perturbations/naive.py, is the objective's positive control;
+until it is shown preferred to noise of the same energy, nothing the objective prefers or
+does not prefer can be read as about mixing).
 
 Exit status: 0 done (a failed gate is a result, printed and recorded), 2 when the artefact
 or its references cannot be loaded or an argument is invalid (one line `error: ...`).
@@ -167,7 +167,7 @@ def _game_settings(metadata: dict, directory) -> tuple[int, str]:
 
     training = metadata.get("training") if isinstance(metadata.get("training"), dict) else {}
     samples = training.get("latent_samples", 5)
-    # artefacts made before the loss was a choice (issue 14) trained with the Bernoulli loss
+    # artefacts made before the loss was a choice trained with the Bernoulli loss
     reconstruction = training.get("reconstruction", "bernoulli")
     if not (isinstance(samples, int) and samples >= 1) or reconstruction not in RECONSTRUCTIONS:
         raise ArtefactError(f"perturbation artefact {directory}: expected training."
@@ -271,7 +271,7 @@ def entangled_code_direction(data, encoder, reference: dict) -> float:
     reference's most informative latent (least posterior variance): the angle of its linear
     fit on the two positions (benchmark/metrics/alignment.py), on every image of `data` (or
     the seeded sample `arm_change` uses). The wave along it moves the data's local geometry
-    towards the entangled code (issue 28 step 4 (b)), not towards the fixed diagonal."""
+    towards the entangled code, not towards the fixed diagonal."""
     from benchmark.data.oracle import ORACLE_FACTORS
     from benchmark.metrics import codes as codes_lib
     from benchmark.metrics.alignment import linear_angles

@@ -3,7 +3,7 @@ several restarts (or reused from finished run directories), ranked by MIG, the l
 disentangled (min MIG) and the most disentangled (max MIG) chosen; ensembles of k + k take
 the k lowest and the k highest (Shapes3D: 4 + 4, appendix B.1).
 
-A reference is *published* beside the artefact made from it (issue 28 step 1), so that the
+A reference is *published* beside the artefact made from it, so that the
 game and the re-adaptation rerun from a clean clone, where the runs' checkpoints (never in
 git) are absent:
 
@@ -131,8 +131,8 @@ def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: b
            min_mig_gap: float | None = None) -> tuple[list[dict], list[dict]]:
     """(entangled: the `ensemble_size` lowest MIG, disentangled: the highest), each sorted.
 
-    exclude_overpruned: choose among the runs that are not over-pruned only (issue 28 step
-      5; a run that did not record it is an error, not a guess).
+    exclude_overpruned: choose among the runs that are not over-pruned only (a run that
+      did not record it is an error, not a guess).
     min_mig_gap: the pre-registered contrast the references must have, the lowest
       disentangled MIG minus the highest entangled MIG; a pool below it is an error that
       says so (no references with that contrast at this length)."""

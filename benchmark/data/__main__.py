@@ -7,7 +7,7 @@ preview: a PNG sheet of random samples plus one traversal row per factor; for a 
 export:  the dataset (any variant) in the official file format, for other libraries.
 match:   the strength of each --match_arms variant (e.g. noisy,modified_texture) whose
          energy per image (--match_power 2; 1: mean |x' - x|) equals --variant's, the
-         energy-matched controls of a study (issue 28 step 5), written to OUT (.json):
+         energy-matched controls of a study, written to OUT (.json):
          {'reference': {variant, eps, change}, 'power', 'matched': {arm: {eps, change}}},
          each change as benchmark/data/change.py measures it. The study's gin then names
          the arms at those eps (e.g. 'noisy@0.0473').

@@ -1,5 +1,5 @@
-"""How much a variant changes the images, in the three sizes a comparison of arms needs
-(issue 28 step 6): L∞ (what paper 002 matched its noise control in), the mean |x' - x|
+"""How much a variant changes the images, in the three sizes a comparison of arms needs:
+L∞ (what paper 002 matched its noise control in), the mean |x' - x|
 and the energy per image, Σ (x' - x)² over an image's pixels (what a squared-error
 objective sees). At equal L∞ a saturated manipulation carries about twice the mean |Δx|
 and three times the energy of uniform noise, so a report that names only one of them can

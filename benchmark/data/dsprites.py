@@ -1,8 +1,8 @@
 """dSprites (Matthey et al. 2017): procedural renderer and official-file source.
 
-Factor grid and conventions (REFERENCE.md, Datasets): color (1, constant, not exposed),
-shape (3: square, ellipse, heart; values 1, 2, 3), scale (6: linspace(0.5, 1, 6)),
-orientation (40: linspace(0, 2pi, 40), so classes 0 and 39 render the same image),
+Factor grid and conventions (the official file's; docs/datasets.md): color (1, constant,
+not exposed), shape (3: square, ellipse, heart; values 1, 2, 3), scale (6: linspace(0.5,
+1, 6)), orientation (40: linspace(0, 2pi, 40), so classes 0 and 39 render the same image),
 posX (32) and posY (32) (each linspace(0, 1, 32)); flat index last factor fastest.
 
 The renderer matches the measured look of the real images: binary, white sprite on black,

@@ -1,4 +1,4 @@
-"""The positive control of issue 14 item 4: a hand-built, w-dependent m(w) and its controls.
+"""The positive control of the game: a hand-built, w-dependent m(w) and its controls.
 
 Paper 002 (sec. 4.1-4.4) says a small perturbation x' = reflect(x + eps m(w)) whose m varies
 with the factors along a *mixed* direction makes beta-VAEs lose disentanglement. Before a

@@ -1,7 +1,7 @@
 """Pairs of ground-truth factors for SlowVAE and PCL (time-contrastive methods).
 
 Klindt et al.'s own sampler (bethgelab/slow_disentanglement, scripts/dataset.py,
-`truncated_laplace`; REFERENCE.md, SlowVAE pairs), acting on factor *classes*: for each
+`truncated_laplace`), acting on factor *classes*: for each
 factor j, x_{t+1}'s class is drawn from the Laplace pdf centred on the current class c_t
 with scale log(size_j) / rate, *evaluated on the grid 0..size_j - 1 and renormalised* (so
 edges reflect no mass outward, unlike rounding and clipping). Categorical factors (shape)

@@ -1,8 +1,9 @@
 """Shapes3D (Burgess & Kim 2018): procedural renderer and official-file source.
 
-Factor grid (REFERENCE.md, Datasets): floor_hue (10: 0.0..0.9), wall_hue (10), object_hue
-(10), scale (8: linspace(0.75, 1.25, 8)), shape (4: cube, cylinder, sphere, capsule),
-orientation (15: linspace(-30, 30, 15) degrees); flat index last factor fastest.
+Factor grid (the official file's; docs/datasets.md): floor_hue (10: 0.0..0.9), wall_hue
+(10), object_hue (10), scale (8: linspace(0.75, 1.25, 8)), shape (4: cube, cylinder,
+sphere, capsule), orientation (15: linspace(-30, 30, 15) degrees); flat index last factor
+fastest.
 
 The procedural source renders from a factorised cache: geometry (scale x shape x
 orientation, 480 combinations) is ray-cast once into per-region coefficient maps

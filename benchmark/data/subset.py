@@ -1,8 +1,8 @@
 """A ground-truth dataset with some factors fixed to one class: `FactorSubset`.
 
-The positive-control ("oracle") experiment of issue 14 needs a dSprites that a CPU
-disentangles quickly: one shape, one scale, one orientation, only posX x posY free
-(32 x 32 = 1,024 images). `FactorSubset` wraps any `GroundTruthData`, fixes the named
+The positive-control ("oracle") experiment (benchmark/data/oracle.py) needs a dSprites
+that a CPU disentangles quickly: one shape, one scale, one orientation, only posX x posY
+free (32 x 32 = 1,024 images). `FactorSubset` wraps any `GroundTruthData`, fixes the named
 factors to one class each and exposes only the free ones, as a full dataset of its own:
 factor classes, flat indices (last factor fastest) and sampling are over the *reduced*
 grid; images are the base's images at the full factors (reduced factors with the fixed

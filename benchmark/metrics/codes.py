@@ -1,6 +1,6 @@
 """Representations as arrays: sampling (factors, codes) from a dataset, and validating them.
 
-Every metric has two levels (DESIGN.md): `fn(data, representation_fn, rng, **params)`
+Every metric has two levels: `fn(data, representation_fn, rng, **params)`
 samples what it needs through `sample_codes`, and `fn_from_codes(factors, codes, ...)`
 works on arrays. Both levels validate through `check_codes`, so bad input is one clear
 error, never a wrong number.
@@ -19,7 +19,7 @@ RepresentationFn = Callable[[np.ndarray], np.ndarray]
 
 # Size guard: codes-level metrics cost at least O(n * d) each (DCI fits a booster per factor
 # on all d dims, MIG/SAP/InfoMEC discretise or score every dim), and 200 dims x 200k rows
-# (4e7 values) ran past 5 minutes in issue 19's probe. Codes with more than this many
+# (4e7 values) ran past 5 minutes in a probe. Codes with more than this many
 # values (rows x dims) are refused before any work; raise it per call (max_values) or for
 # a process with the environment variable below.
 MAX_CODE_VALUES_ENV = "BENCHMARK_MAX_CODE_VALUES"

@@ -3,8 +3,8 @@
 Codes are divided by their global standard deviation s_d, estimated (ddof 1) on
 `num_variance_estimate` points (dlib: 10,000). A dim is *active* when s_d >=
 `prune_threshold` (dlib's `prune_dims.threshold = 0.05`, an ABSOLUTE threshold in code
-units; REFERENCE.md); `prune_relative = True` instead keeps dims with s_d >=
-`prune_threshold` x max_d s_d (the suite's rule before issue 15: it ignores the code's
+units); `prune_relative = True` instead keeps dims with s_d >=
+`prune_threshold` x max_d s_d (the suite's earlier rule: it ignores the code's
 scale, which changes scores of AE / PCL codes whose units are arbitrary). Each vote fixes
 one random factor k, draws a batch of `batch_size` (64) points sharing its class, and
 votes (argmin over active d of Var[z_d] / s_d^2, k). A majority-vote classifier (the most

@@ -15,12 +15,12 @@
 - Inactive dims (columns of NMI) are pruned: continuous codes keep dims whose range is
   above `prune_fraction` x the largest range (paper 001 sec. 4.1 and the authors'
   `infomec.py`: 1/20, the default; the code at publication used 1/8, which was this
-  suite's default before issue 15); discrete codes keep every dim of non-zero range
+  suite's earlier default); discrete codes keep every dim of non-zero range
   (the paper's rule for discrete latents).
 - InfoM (eq. 8) = (mean over active dims of max_i NMI_ij / sum_i NMI_ij - 1/n_s) /
   (1 - 1/n_s); InfoC (eq. 9) the same over factors (rows), normalised by the number of
-  active dims. (REFERENCE.md words InfoM as a max-minus-second gap; the paper's eq. 8 is
-  the ratio, which is what is implemented.)
+  active dims. (InfoM is not MIG's max-minus-second gap: the paper's eq. 8 is the ratio,
+  which is what is implemented.)
 - InfoE (eqs. 10-14) = mean over factors of 1 - CE / H(s_i | empty), in [0, 1]: CE is the
   cross-entropy of an unpenalised multinomial logistic regression with balanced class
   weights (CE weighted to balance the classes) on the active dims (standardised for
@@ -30,8 +30,8 @@
   uniform samples of the factors). `test_fraction = 0` (default) is the
   paper's *in-sample* estimate (sec. 4.2: "this estimation uses the best in-sample
   negative log likelihood"; the authors' code fits and scores on the whole sample);
-  `test_fraction > 0` scores a held-out share instead (the suite's rule before issue 15:
-  0.2, which gives lower InfoE).
+  `test_fraction > 0` scores a held-out share instead (the suite's earlier rule: 0.2,
+  which gives lower InfoE).
 A random continuous code does not score InfoM = 0: kNN estimates of independent pairs are
 small non-negative numbers (many exactly 0), so their max/sum ratio stays far above 1/n_s.
 Measured on 10,000 samples of independent Gaussian codes: InfoM 0.76 (k=3) / 0.65 (k=10)

@@ -7,7 +7,7 @@ Modularity: with m_ik the discrete MI (nats) between histogram-discretised code 
 exactly dlib's `modularity()`: a dim with zero MI to every factor (e.g. a constant dim)
 scores 0 and still counts in the mean (dlib divides 0 by 0 and sets those rows to 0), so
 a 5-factor perfect code plus a constant dim and a duplicated dim scores ~6/7 = 0.857. (The
-suite dropped such dims before issue 15 and gave 0.9999 there.) A code with no
+suite's earlier rule dropped such dims and gave 0.9999 there.) A code with no
 informative dim scores 0. K = 1: informative dims score 1 (dlib divides by K - 1 = 0).
 `modularity_informative_dims` counts the dims with non-zero MI.
 Explicitness: per factor, a one-vs-rest logistic regression on all standardised codes;

@@ -3,7 +3,7 @@
 For each (code dim i, factor k) a classifier predicts v_k from z_i alone; S_ik is its test
 accuracy. SAP = mean_k (S_(1)k - S_(2)k), the gap between the two best dims per factor.
 Classifiers:
-- 'threshold' (default; Kumar et al.'s definition for categorical factors and REFERENCE.md):
+- 'threshold' (default; Kumar et al.'s definition for categorical factors):
   a decision tree on the one dim with at most K leaves, i.e. K - 1 thresholds for K
   classes, scored by balanced accuracy (a depth-1 stump could only ever predict two
   classes). A perfect code scores mean_k (1 - 1/K_k) (0.88 on dSprites' five factors):

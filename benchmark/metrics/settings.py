@@ -1,4 +1,4 @@
-"""Scores carry their settings; one column, one set of settings (issue 20).
+"""Scores carry their settings; one column, one set of settings.
 
 Every run's results.json (and the JSON of `python -m benchmark.metrics evaluate`) records,
 per metric, the settings that produced its scores under `metric_settings` (the object of
@@ -12,7 +12,7 @@ Compared: every recorded setting except the seed (a column averages seeds), the 
 column) and each metric's execution-only settings (encode batch size, parallel jobs).
 
 Legacy results: results.json files written before settings were recorded (every published
-results/*/results.json up to issue 20) have no `metric_settings`; their settings are
+results/*/results.json of that time) have no `metric_settings`; their settings are
 unknown. They are never refused (the suite's defaults of their time are stated in the
 docs/metrics.md) and the report's settings table counts them per column.
 """

@@ -245,24 +245,31 @@ def test_the_spread_bound_for_power_is_wider_than_the_observed_spread_at_few_run
     assert stats.spread_upper_bound([0.1], [0.2]) is None
 
 
-def test_the_drop_of_one_model_against_another_keeps_its_level_and_finds_a_real_difference():
-    """drop_exceeds (a method's drop against the AE's, four independent groups): under H0
-    (equal drops, unequal spreads, 5 runs a group) it rejects at about α; with a real
-    difference of two spreads it rejects most of the time; its statistic is the contrast."""
-    rng = np.random.default_rng(3)
-    spreads = (0.02, 0.06, 0.01, 0.03)
+def test_the_share_one_model_keeps_against_another_keeps_its_level_and_finds_a_difference():
+    """keeps_less (the share of MIG a method keeps on an arm against the AE's share): under
+    H0 (equal shares) with MIG-like groups, clipped to (0, 1] as scores are, it rejects at
+    most about α in each setting; a real difference of shares is found most of the time;
+    its statistic is the difference of the two ratios."""
+    rng = np.random.default_rng(0)
 
-    def draw(means):
-        return [rng.normal(m, s, size=5) for m, s in zip(means, spreads)]
+    def draw(mean, sd, n):
+        return np.clip(rng.normal(mean, sd, n), 0.001, 1.0)
 
-    null = np.mean([stats.drop_exceeds(*draw((0.5, 0.3, 0.1, -0.1)))["p"] < 0.05
-                    for _ in range(3000)])
-    assert 0.035 < null < 0.065, null
-    real = np.mean([stats.drop_exceeds(*draw((0.5, 0.2, 0.1, 0.0)))["p"] < 0.05
-                    for _ in range(500)])
-    assert real > 0.7, real
-    a, b, c, d = [0.5, 0.6], [0.1, 0.2], [0.1, 0.12], [0.08, 0.1]
-    found = stats.drop_exceeds(a, b, c, d)
-    assert found["diff"] == pytest.approx((0.55 - 0.15) - (0.11 - 0.09))
-    assert found["p"] < 0.05
-    assert stats.drop_exceeds([0.5, 0.5], [0.1, 0.1], [0.1, 0.1], [0.1, 0.1])["p"] == 0.0
+    settings = [  # (method original, modified; AE original, modified): (mean, sd, n) each
+        ((0.3, 0.1, 5), (0.06, 0.05, 5), (0.125, 0.1, 15), (0.025, 0.005, 15)),
+        ((0.5, 0.05, 5), (0.25, 0.1, 5), (0.12, 0.05, 5), (0.06, 0.03, 5)),
+        ((0.5, 0.2, 10), (0.1, 0.1, 10), (0.12, 0.05, 10), (0.024, 0.01, 10))]
+    for groups in settings:
+        rate = np.mean([stats.keeps_less(*(draw(*g) for g in groups))["p"] < 0.05
+                        for _ in range(2000)])
+        assert 0.01 < rate < 0.065, (groups, rate)
+    found = np.mean([stats.keeps_less(draw(0.5, 0.05, 5), draw(0.1, 0.05, 5),
+                                      draw(0.12, 0.03, 5), draw(0.10, 0.03, 5))["p"] < 0.05
+                     for _ in range(500)])
+    assert found > 0.8, found
+    result = stats.keeps_less([0.5, 0.6], [0.1, 0.2], [0.1, 0.12], [0.08, 0.1])
+    assert result["kept"] == pytest.approx(0.15 / 0.55)
+    assert result["diff"] == pytest.approx(0.09 / 0.11 - 0.15 / 0.55)
+    assert stats.keeps_less([0.5, 0.5], [0.1, 0.1], [0.1, 0.1], [0.1, 0.1])["p"] == 0.0
+    with pytest.raises(ValueError, match="original means > 0"):
+        stats.keeps_less([0.0, 0.0], [0.1, 0.1], [0.1, 0.1], [0.1, 0.1])
