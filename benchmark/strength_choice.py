@@ -68,13 +68,36 @@ def code_measures(factors, codes, columns=(0, 1)) -> dict:
             "factor_r2": float(np.mean(explained))}
 
 
-def pilot_runs(study_dir, model: str, plane=(0, 1)) -> dict:
+def _wave_only(bindings) -> list[str]:
+    return [b for b in bindings if not b.replace(" ", "").startswith("data.wave_")]
+
+
+def check_original_study(settings: dict, original: dict, original_dir) -> None:
+    """UserError unless the study at original_dir trained the same models on the same data
+    with the same bindings as `settings`, but for the wave arms' own (`data.wave_*`, which
+    the original arm refuses: benchmark/data/__init__.py)."""
+    for key in ("models", "datasets", "source"):
+        if settings.get(key) != original.get(key):
+            raise UserError(f"--original_from={original_dir}: its study has {key} "
+                            f"{original.get(key)!r}, this pilot {settings.get(key)!r}")
+    mine, theirs = _wave_only(settings.get("bindings", [])), original.get("bindings", [])
+    if sorted(mine) != sorted(theirs):
+        raise UserError(f"--original_from={original_dir}: its bindings differ from this "
+                        f"pilot's (but for data.wave_*): {sorted(set(mine) ^ set(theirs))}")
+
+
+def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
     """{strength: [per-run {'run', 'MIG', 'DCI-I', 'misalignment', 'linear_r2',
     'factor_r2'}]} of `model`'s kept runs in a pilot study (0.0 = original, then each
     strength of the study's sweep: its battery's 'sweep', else the one base variant of
-    its non-original variants). Codes from each run's eval_codes.npz."""
+    its non-original variants). Codes from each run's eval_codes.npz. original_dir: a
+    study whose original arm is this pilot's (the same settings but for the wave arms' own,
+    `check_original_study`), for a pilot that trains the wave arms alone."""
     study_dir = pathlib.Path(study_dir)
     settings = report.read_study(study_dir).get("settings", {})
+    if original_dir is not None:
+        check_original_study(settings, report.read_study(original_dir).get("settings", {}),
+                             original_dir)
     variants = settings.get("variants", [])
     bases = {v.split("@")[0] for v in variants if v != "original"}
     battery = settings.get("battery") or ({"sweep": bases.pop()} if len(bases) == 1 else {})
@@ -83,7 +106,11 @@ def pilot_runs(study_dir, model: str, plane=(0, 1)) -> dict:
                         f"and one sweep (e.g. wave@0.1, wave@0.2), found {variants}")
     dataset = settings.get("datasets", ["dsprites"])[0]
     labels = [(0.0, "original"), *sweep_of(battery, dataset, variants)]
-    records = [r for r in report.load_runs(study_dir)
+    found = report.load_runs(study_dir)
+    if original_dir is not None:
+        found = [r for r in found if r["variant"] != "original"] + [
+            r for r in report.load_runs(original_dir) if r["variant"] == "original"]
+    records = [r for r in found
                if r["model"] == model and not r["overpruned"] and r["setting"] == ""]
     out = {}
     for strength, label in labels:
@@ -178,6 +205,9 @@ def define_flags() -> None:
     from absl import flags
     flags.DEFINE_string("model", "beta_vae", "The pilot's model.")
     flags.DEFINE_list("plane", ["0", "1"], "The two factor columns of the plane.")
+    flags.DEFINE_string("original_from", None, "A study whose original arm is this pilot's "
+                        "(same settings but for data.wave_*), for a pilot that trains the "
+                        "wave arms alone.")
 
 
 @cli_main
@@ -189,8 +219,9 @@ def main(argv) -> None:
     if len(argv) != 2:
         raise app.UsageError("usage: python -m benchmark.strength_choice STUDY_DIR")
     plane = [int(c) for c in flags.FLAGS.plane]
-    choice = choose(pilot_runs(argv[1], flags.FLAGS.model, plane))
-    choice.update(model=flags.FLAGS.model, plane=plane)
+    original = flags.FLAGS.original_from
+    choice = choose(pilot_runs(argv[1], flags.FLAGS.model, plane, original))
+    choice.update(model=flags.FLAGS.model, plane=plane, original_from=original)
     print("\n".join(table_lines(choice)))
     path = write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(choice)))
     print(path)

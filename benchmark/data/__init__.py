@@ -46,7 +46,8 @@ def data_file(name: str, source: str = "auto", data_dir: str | None = None):
 
 def make_variant(data: GroundTruthData, variant: str = "original", eps: float | None = None,
                  seed: int = 0, artefact: str | None = None, artefact_loader=None,
-                 wave_direction: float | None = None) -> GroundTruthData:
+                 wave_direction: float | None = None,
+                 wave_periods: float | None = None) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
     `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
@@ -55,7 +56,9 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
-    'wave' arms' phase moves (benchmark/data/oracle.py; None: the diagonal)."""
+    'wave' arms' phase moves (benchmark/data/oracle.py; None: the diagonal); wave_periods:
+    the turns of their phase over the data (None: oracle.WAVE_PERIODS). Both are refused on
+    other variants; a study whose original arm shares them trains the wave arms alone."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown dataset variant {variant!r}; expected one of "
                          f"{', '.join(VARIANTS)}")
@@ -64,14 +67,15 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ConfigError("the 'original' variant takes no artefact or eps; found "
                              f"artefact={artefact!r}, eps={eps!r}")
         return data
-    if wave_direction is not None and variant not in ("wave", "wave_texture"):
-        raise ConfigError(f"data.wave_direction applies to the 'wave' and 'wave_texture' "
-                          f"variants, found variant {variant!r}")
+    for name, value in (("wave_direction", wave_direction), ("wave_periods", wave_periods)):
+        if value is not None and variant not in ("wave", "wave_texture"):
+            raise ConfigError(f"data.{name} applies to the 'wave' and 'wave_texture' "
+                              f"variants, found variant {variant!r}")
     if variant in ("oracle", "texture", "wave", "wave_texture"):
         if artefact is not None:
             raise ConfigError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
         from benchmark.data.oracle import make_oracle_variant
-        return make_oracle_variant(data, variant, eps, wave_direction)
+        return make_oracle_variant(data, variant, eps, wave_direction, wave_periods)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
             raise ConfigError(f"the {variant!r} variant needs data.artefact = '<directory of "
@@ -93,19 +97,22 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
 
 @gin.configurable("data", allowlist=["name", "variant", "source", "data_dir", "eps",
                                      "noise_seed", "artefact", "fixed_factors",
-                                     "wave_direction"])
+                                     "wave_direction", "wave_periods"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
               data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
               artefact: str | None = None, fixed_factors: dict | None = None,
-              artefact_loader=None, wave_direction: float | None = None) -> GroundTruthData:
+              artefact_loader=None, wave_direction: float | None = None,
+              wave_periods: float | None = None) -> GroundTruthData:
     """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
     artefact names a perturbation artefact directory ('modified', or a noise artefact);
     fixed_factors {factor name: class} reduces the dataset to the other factors before the
     variant is applied (benchmark/data/subset.py); artefact_loader: see make_variant (not
-    a gin setting: the caller composes it); wave_direction: see make_variant."""
+    a gin setting: the caller composes it); wave_direction, wave_periods: see
+    make_variant."""
     data = get_dataset(name, source, data_dir)
     if fixed_factors:
         from benchmark.data.subset import FactorSubset
         data = FactorSubset(data, fixed_factors)
     return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact,
-                        artefact_loader=artefact_loader, wave_direction=wave_direction)
+                        artefact_loader=artefact_loader, wave_direction=wave_direction,
+                        wave_periods=wave_periods)

@@ -188,10 +188,21 @@ class WaveData(OracleData):
     pattern_description = f"cos(2 pi ((r + c + 1) / (H + W) + {WAVE_PERIODS} s(w)))"
 
     def __init__(self, base: GroundTruthData, eps: float | None = None,
-                 factors: Sequence[str] = ORACLE_FACTORS, direction_deg: float | None = None):
+                 factors: Sequence[str] = ORACLE_FACTORS, direction_deg: float | None = None,
+                 periods: float | None = None):
         """direction_deg: the phase moves along this direction of the (posX, posY) plane
         (`directed_scalar`; e.g. an entangled reference's code direction); None: the
-        diagonal, s = mean of the two scaled factors (the published arms)."""
+        diagonal, s = mean of the two scaled factors (the published arms). periods: turns of
+        the phase over s in [0, 1] (None: WAVE_PERIODS, the published arms); fewer periods
+        wrap the images' path along x + y fewer times, so the same local geometry needs a
+        larger eps (2 periods at 0.3 turn it as far as 8 at 0.15)."""
+        if periods is not None:
+            if (isinstance(periods, bool) or not isinstance(periods, (int, float))
+                    or not 0 < periods <= 64):
+                raise ConfigError(f"data.wave_periods must be a number in (0, 64], found "
+                                  f"{periods!r}")
+            periods = float(periods)
+        self.periods = WAVE_PERIODS if periods is None else periods
         if direction_deg is not None:
             if (isinstance(direction_deg, bool) or not isinstance(direction_deg, (int, float))
                     or not np.isfinite(direction_deg)):
@@ -202,6 +213,10 @@ class WaveData(OracleData):
         super().__init__(base, eps, factors)
         if direction_deg is not None:
             self.metadata = {**self.metadata, "wave_direction_deg": direction_deg}
+        if periods is not None:       # named: a cache keyed on the metadata tells them apart
+            self.metadata = {**self.metadata, "wave_periods": periods}
+            self.pattern_description = self.pattern_description.replace(
+                f"+ {WAVE_PERIODS} ", f"+ {periods:g} ")
 
     def scalar(self, factors) -> np.ndarray:
         if self.direction_deg is None:
@@ -209,8 +224,8 @@ class WaveData(OracleData):
         return directed_scalar(self.base, factors, self.direction_deg, self.oracle_factors)
 
     def phase(self, factors) -> np.ndarray:
-        """Periods of the shift, float64 (n,) in [0, WAVE_PERIODS]."""
-        return WAVE_PERIODS * self.scalar(factors)
+        """Periods of the shift, float64 (n,) in [0, self.periods]."""
+        return self.periods * self.scalar(factors)
 
     def oracle_delta(self, factors) -> np.ndarray:
         return wave_delta(self.observation_shape, self.phase(factors))
@@ -231,14 +246,16 @@ ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData, "wave": WaveDat
 
 
 def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None,
-                        wave_direction: float | None = None) -> OracleData:
-    """`data` as an oracle arm at strength eps (default ORACLE_EPS); wave_direction: the
-    'wave' arms' direction (WaveData)."""
+                        wave_direction: float | None = None,
+                        wave_periods: float | None = None) -> OracleData:
+    """`data` as an oracle arm at strength eps (default ORACLE_EPS); wave_direction and
+    wave_periods: the 'wave' arms' direction and periods (WaveData)."""
     if variant not in ORACLE_VARIANTS:
         raise ConfigError(f"unknown oracle variant {variant!r}; expected one of "
                          f"{', '.join(ORACLE_VARIANTS)}")
     if variant in ("wave", "wave_texture"):
-        return ORACLE_VARIANTS[variant](data, eps, direction_deg=wave_direction)
+        return ORACLE_VARIANTS[variant](data, eps, direction_deg=wave_direction,
+                                        periods=wave_periods)
     return ORACLE_VARIANTS[variant](data, eps)
 
 

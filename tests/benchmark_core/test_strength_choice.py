@@ -67,21 +67,19 @@ def test_choose_needs_the_original():
         strength_choice.choose({0.2: _runs([30], [0.9])})
 
 
-def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
-    """`python -m benchmark.strength_choice STUDY_DIR` on a pilot whose codes are known: the
-    original aligned, wave@0.1 aligned, wave@0.2 turned by 35 degrees (linear, nothing lost)."""
+def _pilot(study, arms, settings=None):
+    """A pilot study directory whose runs' codes are the factors rotated by a known angle
+    per arm ({variant: degrees}; seed s adds s degrees), 3 seeds each."""
     import json
 
     from benchmark import results
-    from tests.cli import python_m
 
-    study = tmp_path / "pilot"
     study.mkdir()
     (study / "study.json").write_text(json.dumps({"settings": {
-        "variants": ["original", "wave@0.1", "wave@0.2"], "datasets": ["dsprites"]}}))
+        "variants": list(arms), "datasets": ["dsprites"], **(settings or {})}}))
     factors = _grid()
     f = (factors - factors.mean(0)) / factors.std(0)
-    for variant, angle in (("original", 0), ("wave@0.1", 2), ("wave@0.2", 35)):
+    for variant, angle in arms.items():
         for seed in range(3):
             a = np.radians(angle + seed)
             codes = f @ np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
@@ -97,6 +95,17 @@ def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
                                           "dci_disentanglement": 0.5,
                                           "dci_completeness": 0.5}},
                           final_losses={}, gin_config=f"run.seed = {seed}")
+    return study
+
+
+def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
+    """`python -m benchmark.strength_choice STUDY_DIR` on a pilot whose codes are known: the
+    original aligned, wave@0.1 aligned, wave@0.2 turned by 35 degrees (linear, nothing lost)."""
+    import json
+
+    from tests.cli import python_m
+
+    study = _pilot(tmp_path / "pilot", {"original": 0, "wave@0.1": 2, "wave@0.2": 35})
     result = python_m("benchmark.strength_choice", str(study))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Chosen strength: 0.2" in result.stdout
@@ -105,3 +114,20 @@ def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
     refused = python_m("benchmark.strength_choice", str(tmp_path / "none"))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
         "error: ")
+
+
+def test_a_pilot_of_wave_arms_alone_takes_its_original_arm_from_another_study(tmp_path):
+    """--original_from: a pilot whose wave arms carry their own binding (data.wave_periods,
+    which the original arm refuses) reads the original arm of a study with the same settings
+    otherwise; a study with other settings is refused, naming the difference."""
+    same = {"models": {"beta_vae": "b.gin"}, "bindings": ["run.steps = 3000"]}
+    original = _pilot(tmp_path / "original", {"original": 0}, same)
+    waves = _pilot(tmp_path / "waves", {"wave@0.3": 2, "wave@0.4": 35},
+                   {**same, "bindings": ["run.steps = 3000", "data.wave_periods = 2"]})
+    runs = strength_choice.pilot_runs(waves, "beta_vae", original_dir=original)
+    assert [len(runs[s]) for s in (0.0, 0.3, 0.4)] == [3, 3, 3]
+    assert strength_choice.choose(runs)["chosen"] == 0.4
+    other = _pilot(tmp_path / "other", {"original": 0},
+                   {**same, "bindings": ["run.steps = 6000"]})
+    with pytest.raises(UserError, match="bindings differ .*run.steps"):
+        strength_choice.pilot_runs(waves, "beta_vae", original_dir=other)

@@ -205,3 +205,36 @@ def test_a_wave_along_a_direction_of_the_plane(reduced):
         make_variant(reduced, "noisy", eps=0.1, wave_direction=30.0)
     with pytest.raises(ConfigError, match="must be a number of degrees"):
         WaveData(reduced, 0.3, direction_deg=float("nan"))
+
+
+def test_a_wave_with_fewer_periods_turns_the_geometry_at_a_larger_eps(reduced):
+    """data.wave_periods: the phase turns that many times over s. On the ellipse, 2 periods
+    at eps 0.3 turn the local geometry as far as 8 at 0.15 (principal axis 33.8° and 31.8°
+    off the factor axes), with the wave's energy of eps²; the periods are named in
+    describe() (what the run's data cache is keyed on); other variants refuse them."""
+    from benchmark.data.oracle import WaveData
+    from benchmark.errors import ConfigError
+    from perturbations.geometry import ELLIPSE_FIXED, geometry_row
+    from benchmark.data import get_dataset
+    ellipse = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED)
+    two = WaveData(ellipse, 0.3, periods=2)
+    factors = ellipse.sample_factors(50, np.random.default_rng(0))
+    np.testing.assert_allclose(two.phase(factors), 2 * two.scalar(factors))
+    assert geometry_row(two)["misalignment_deg"] == pytest.approx(33.8, abs=0.1)
+    assert geometry_row(WaveData(ellipse, 0.15))["misalignment_deg"] == pytest.approx(
+        31.8, abs=0.1)
+    assert two.describe()["wave_periods"] == 2.0 and "+ 2 s(w)" in two.pattern_description
+    assert "wave_periods" not in WaveData(ellipse, 0.3).describe()
+    assert f"+ {WAVE_PERIODS} s(w)" in WaveData(ellipse, 0.3).pattern_description
+    gin.clear_config()
+    gin.parse_config(["data.variant = 'wave'", "data.eps = 0.3", "data.wave_periods = 2",
+                      "data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                      "data.source = 'procedural'"])
+    try:
+        assert load_data().periods == 2.0
+    finally:
+        gin.clear_config()
+    with pytest.raises(ConfigError, match="wave_periods applies to the 'wave'"):
+        make_variant(reduced, "noisy", eps=0.1, wave_periods=2)
+    with pytest.raises(ConfigError, match="must be a number in"):
+        WaveData(reduced, 0.3, periods=0)
