@@ -116,6 +116,9 @@ class ModelSpec:
     plugin: the make_model argument the method needs ('regularizer' / 'factory'); None for
       the suite's own methods.
     paper: where the method and its default settings come from.
+    variational: whether its encoder gives a posterior variance per latent (a VAE's
+      Gaussian posterior), so that its health reports active units; None: the model says
+      (custom).
     """
     build: Callable
     settings: Settings | None = None
@@ -124,6 +127,7 @@ class ModelSpec:
     input_kind: str | None = "images"
     plugin: str | None = None
     paper: str = ""
+    variational: bool | None = False
 
 
 def _vae(regularizer: Callable, deterministic: bool = False, per_pixel: bool = False):
@@ -207,19 +211,19 @@ _DISCRETE_VAE = Settings(factorqvae.make_discrete_vae,
 MODELS: dict[str, ModelSpec] = {
     "ae": ModelSpec(_vae(vae.ae, deterministic=True), Settings(vae.ae),
                     paper="autoencoder baseline, paper 002 Table 2"),
-    "beta_vae": ModelSpec(_vae(vae.beta_vae), Settings(vae.beta_vae),
+    "beta_vae": ModelSpec(_vae(vae.beta_vae), Settings(vae.beta_vae), variational=True,
                           paper="Higgins et al. 2017; paper 002 Table 2"),
-    "annealed_vae": ModelSpec(_vae(vae.annealed_vae), Settings(vae.annealed_vae),
+    "annealed_vae": ModelSpec(_vae(vae.annealed_vae), Settings(vae.annealed_vae), variational=True,
                               paper="Burgess et al. 2018; disentanglement_lib"),
-    "beta_tcvae": ModelSpec(_vae(vae.beta_tcvae), Settings(vae.beta_tcvae),
+    "beta_tcvae": ModelSpec(_vae(vae.beta_tcvae), Settings(vae.beta_tcvae), variational=True,
                             paper="Chen et al. 2018; paper 002 Table 2"),
-    "dip_vae": ModelSpec(_vae(vae.dip_vae), Settings(vae.dip_vae),
+    "dip_vae": ModelSpec(_vae(vae.dip_vae), Settings(vae.dip_vae), variational=True,
                          paper="Kumar et al. 2018; disentanglement_lib"),
-    "cliff_vae": ModelSpec(_vae(cliff.cliff_vae), Settings(cliff.cliff_vae),
+    "cliff_vae": ModelSpec(_vae(cliff.cliff_vae), Settings(cliff.cliff_vae), variational=True,
                            paper="paper 004 eq. 9, appendix F.4"),
     "cliff_ae": ModelSpec(_vae(cliff.cliff_ae, deterministic=True), Settings(cliff.cliff_ae),
                           paper="paper 004 eq. 17, appendix F.4"),
-    "hfs_vae": ModelSpec(_vae(cliff.hfs_vae), Settings(cliff.hfs_vae),
+    "hfs_vae": ModelSpec(_vae(cliff.hfs_vae), Settings(cliff.hfs_vae), variational=True,
                          paper="Roth et al. 2023; paper 004 appendix F.4"),
     "bio_ae": ModelSpec(_vae(vae.bio_ae, deterministic=True, per_pixel=True),
                         Settings(vae.bio_ae), optimizers={"model": "adamw"},
@@ -228,9 +232,11 @@ MODELS: dict[str, ModelSpec] = {
                             Settings(factorvae.FactorVAE, ("gamma", "discriminator_units")),
                             optimizers={"model": "adam",
                                         "discriminator": "factor_vae_discriminator_adam"},
+                            variational=True,
                             paper="Kim & Mnih 2018; paper 002 Table 2"),
     "slowvae": ModelSpec(_slowvae, Settings(slowvae.SlowVAE, ("beta", "gamma", "rate")),
-                         input_kind="pairs", paper="Klindt et al. 2021; paper 002 Table 2"),
+                         input_kind="pairs", variational=True,
+                         paper="Klindt et al. 2021; paper 002 Table 2"),
     "pcl": ModelSpec(_pcl, Settings(pcl.PCL, ("batch_norm", "official_init")), input_kind="pairs_with_negatives",
                      paper="Hyvarinen & Morioka 2017; paper 002 sec. 5.1"),
     "qlae": ModelSpec(_qlae, Settings(quantized.make_qlae, ("num_values", "shared_codebook",
@@ -238,7 +244,7 @@ MODELS: dict[str, ModelSpec] = {
                       optimizers={"model": "adamw"}, paper="paper 001 Tables 2, 8, 9"),
     "qlvae": ModelSpec(_qlvae, Settings(quantized.make_qlvae, ("num_values", "lambda_quantize",
                                                                "lambda_commit", "lambda_kl")),
-                       optimizers={"model": "adamw"},
+                       optimizers={"model": "adamw"}, variational=True,
                        paper="variational QLAE: paper 001's QLAE settings, suite defaults"),
     "vq_vae": ModelSpec(_vq_vae, Settings(quantized.make_vq_vae,
                                           ("vector_size", "codebook_size", "lambda_quantize",
@@ -253,9 +259,10 @@ MODELS: dict[str, ModelSpec] = {
     **{variant: ModelSpec(_discrete_vae, _DISCRETE_VAE, scope="discrete_vae", optimizers={},
                           paper="paper 003 Table 3, appendix A.1")
        for variant in factorqvae.VARIANTS},
-    "vae": ModelSpec(_plugin_vae, plugin="regularizer",
+    "vae": ModelSpec(_plugin_vae, plugin="regularizer", variational=True,
                      paper="your regulariser of the shared VAE (examples/sparse_vae.py)"),
     "custom": ModelSpec(_custom, optimizers={}, input_kind=None, plugin="factory",
+                        variational=None,
                         paper="your own model (examples/wae_mmd.py)"),
 }
 

@@ -112,14 +112,12 @@ def test_model_health_of_every_method():
     import numpy as np
 
     from benchmark.run import model_health
-    from models.registry import METHODS, make_model
+    from models.registry import METHODS, MODELS, make_model
     images = np.random.default_rng(0).uniform(0, 1, (6, 64, 64, 1)).astype(np.float32)
     for method in METHODS:
         health = model_health(make_model((64, 64, 1), method=method, num_latents=3), images, 5,
                               batch_size=4)
-        variational = method in ("beta_vae", "annealed_vae", "beta_tcvae", "dip_vae",
-                                 "factor_vae", "slowvae", "cliff_vae", "hfs_vae", "qlvae")
-        assert ("active_units" in health) == variational, method
+        assert ("active_units" in health) == MODELS[method].variational, method
         assert ("psnr" in health) == (method != "pcl"), method
 
 
