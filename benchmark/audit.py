@@ -84,6 +84,7 @@ from absl import app, flags, logging
 
 from benchmark import battery as battery_lib
 from benchmark import config, external, machine, mechanism, report, stats, study
+from benchmark.arm_label import ArmLabel, base_of
 from benchmark.atomic import atomic_path, write_json
 from benchmark.errors import UserError, cli_main, run_command, user_errors
 from perturbations.artefact import artefact_warnings
@@ -271,7 +272,7 @@ def positive_control(beta_vae: dict, alpha: float = ALPHA, manipulated: str = "m
     Holm-adjusted hypothesis on the same drop can differ; paper 002 Table 1 reports
     0.23 -> 0.07 on modified dSprites, not named when the artefact is `flagged` by its own
     evidence)? Without it no method can be judged against the reference."""
-    paper = manipulated.split("@")[0] == "modified" and not flagged
+    paper = base_of(manipulated) == "modified" and not flagged
     short = _short_arm("the reference β-VAE", beta_vae, ("original", manipulated))
     if short:
         return False, None, (f"Positive control not testable: {short}; the study does not "
@@ -363,7 +364,7 @@ def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPH
 
 def _control_kind(control: str) -> str:
     """'noise', 'the texture' or the control's own name."""
-    base = control.split("@")[0]
+    base = base_of(control)
     return ("noise" if base == "noisy" else "the texture" if base.endswith("texture")
             else control)
 
@@ -680,7 +681,7 @@ def battery_variants(battery: dict, variants) -> list[str]:
     fixed = {"original", battery["manipulated"], *battery["controls"]}
     sweep = battery.get("sweep")
     return [v for v in variants
-            if v in fixed or (sweep is not None and v.partition("@")[0] == sweep)]
+            if v in fixed or (sweep is not None and base_of(v) == sweep)]
 
 
 def reference_artefact_warnings(reference: dict, battery: dict, dataset: str
@@ -688,7 +689,7 @@ def reference_artefact_warnings(reference: dict, battery: dict, dataset: str
     """{'variant (directory)': sentences} for each artefact that an arm of the battery
     reads on `dataset` and that its own evidence.json flags
     (perturbations.artefact.artefact_warnings); {} when none is."""
-    bases = {v.partition("@")[0] for v in battery_variants(
+    bases = {base_of(v) for v in battery_variants(
         battery, reference.get("variants") or battery_lib.LEGACY_VARIANTS)}
     found = {}
     for variant, directory in ((reference.get("artefacts") or {}).get(dataset) or {}).items():
@@ -709,8 +710,7 @@ def reference_completeness(reference: dict, battery: dict, dataset: str,
     not hold a whole grid (no 'models', say), so that nothing can be counted."""
     arms = battery_variants(battery, reference.get("variants") or
                             battery_lib.LEGACY_VARIANTS)
-    tags = {f"{base}@{float(eps):g}" if eps else base: arm for arm in arms
-            for base, _, eps in [arm.partition("@")]}
+    tags = {ArmLabel.parse(arm).shown(): arm for arm in arms}
     finished = {pathlib.Path(r["run_dir"]).name for r in reference_runs}
     out = {"registered": 0, "finished": 0, "missing": {}}
     try:

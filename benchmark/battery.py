@@ -19,6 +19,7 @@ from __future__ import annotations
 import pathlib
 
 from benchmark import mechanism, report, stats, study
+from benchmark.arm_label import ArmLabel, base_of
 
 #: paper 002's arms, for reference studies written before `study.battery`
 LEGACY = {"manipulated": "modified", "controls": ["noisy"]}
@@ -37,13 +38,13 @@ def battery_of(settings: dict) -> dict:
     variants = settings.get("variants") or LEGACY_VARIANTS
     if settings.get("battery") is not None:
         return study.check_battery(settings["battery"], variants)
-    modified = [v for v in variants if v.split("@")[0] == "modified"]
+    modified = [v for v in variants if base_of(v) == "modified"]
     if not modified:
         raise ValueError(f"the reference study has no study.battery and no 'modified' arm "
                          f"(variants {list(variants)}), so the audit does not know which arm "
                          "to test; use a study with a battery (results/geometry_cpu)")
     return study.check_battery({"manipulated": modified[0], "controls": [
-        v for v in variants if v.split("@")[0] == "noisy"]}, variants)
+        v for v in variants if base_of(v) == "noisy"]}, variants)
 
 
 def label(variant: str, dataset: str) -> str:
@@ -66,9 +67,9 @@ def sweep_of(battery: dict, dataset: str, variants) -> list[tuple[float, str]]:
     sweep = battery.get("sweep")
     out = set()
     for v in variants:
-        base, _, eps = v.partition("@")
-        if sweep is not None and base == sweep:
-            out.add((float(eps) if eps else report.default_eps(base, dataset),
+        arm = ArmLabel.parse(v)
+        if sweep is not None and arm.base == sweep:
+            out.add((arm.eps if arm.strength else report.default_eps(arm.base, dataset),
                      label(v, dataset)))
     return sorted(out)
 
@@ -85,7 +86,7 @@ def arm_runs(records: list[dict], model: str, dataset: str, labels) -> dict:
             # a variant named without its strength whose runs recorded one (an artefact's
             # own eps): its runs, when they have exactly one strength
             strengths = {key[2] for key in [*kept, *pruned] if key[0] == model
-                         and key[1] == dataset and key[3] == "" and key[2].split("@")[0] == v}
+                         and key[1] == dataset and key[3] == "" and base_of(key[2]) == v}
             if len(strengths) == 1:
                 found = strengths.pop()
         out[v] = {"kept": kept.get((model, dataset, found, ""), []),

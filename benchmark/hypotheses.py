@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from benchmark import stats
+from benchmark.arm_label import base_of
 
 #: each test in words (no '|': the report prints them in a markdown table)
 TESTS = {
@@ -160,7 +161,7 @@ def check_grid(hypotheses: list[dict], models, datasets, variants, model_variant
     so a typo fails before the study starts, not in the report. Variants are compared
     without their strength ('modified@0.1' is 'modified')."""
     grid = {"model": set(models), "dataset": set(datasets),
-            "variant": {v.split("@")[0] for v in variants}}
+            "variant": {base_of(v) for v in variants}}
     for h in hypotheses:
         compared = ([h["variant"], h["versus"]]
                     if h["test"] in ("drop_difference", "noninferiority")
@@ -168,14 +169,14 @@ def check_grid(hypotheses: list[dict], models, datasets, variants, model_variant
                     else ["original", h["variant"]])
         needs = {"model": [h["model"], h.get("margin_of", h["model"]),
                            h.get("versus_model", h["model"]), h.get("floor", h["model"])],
-                 "dataset": [h["dataset"]], "variant": [v.split("@")[0] for v in compared]}
+                 "dataset": [h["dataset"]], "variant": [base_of(v) for v in compared]}
         for field, wanted in needs.items():
             missing = [w for w in dict.fromkeys(wanted) if w not in grid[field]]
             if missing:
                 raise ValueError(f"study.hypotheses {h['id']}: {field} {missing} is not in "
                                  f"the study's grid ({sorted(grid[field])})")
         for model in dict.fromkeys(needs["model"]):
-            trained = {v.split("@")[0] for v in (model_variants or {}).get(model, variants)}
+            trained = {base_of(v) for v in (model_variants or {}).get(model, variants)}
             wanted = ["original"] if model == h.get("floor") else needs["variant"]
             missing = [v for v in dict.fromkeys(wanted) if v not in trained]
             if missing:

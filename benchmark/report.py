@@ -50,6 +50,7 @@ from benchmark import hypotheses as hypotheses_lib
 from benchmark import mechanism
 from benchmark import results as results_lib
 from benchmark import stats
+from benchmark.arm_label import ArmLabel, base_of
 from benchmark.atomic import atomic_path
 from benchmark.data import change
 from benchmark.errors import UserError, cli_main, run_command
@@ -235,10 +236,6 @@ def separate_configurations(records: list[dict]) -> list[dict]:
     return records
 
 
-def base_variant(variant: str) -> str:
-    return variant.split("@")[0]
-
-
 #: arms whose default strength is the oracle control's (benchmark/data/oracle.py)
 ORACLE_ARMS = ("oracle", "texture", "wave", "wave_texture")
 
@@ -267,11 +264,10 @@ def variant_label(variant: str, dataset: str) -> str:
     """The label of a variant: its base name at its default strength (`default_eps`:
     'modified@0.1' on dSprites -> 'modified', 'wave@0.3' -> 'wave'), else base@eps with eps
     as :g writes it ('wave@0.30' -> 'wave@0.3'); a variant without '@eps' unchanged."""
-    base, _, eps = variant.partition("@")
-    if not eps:
+    arm = ArmLabel.parse(variant)
+    if not arm.strength:
         return variant
-    shown = f"{float(eps):g}"
-    return base if float(shown) == default_eps(base, dataset) else f"{base}@{shown}"
+    return arm.base if float(f"{arm.eps:g}") == default_eps(arm.base, dataset) else arm.shown()
 
 
 def label_note(records: list[dict]) -> str:
@@ -464,17 +460,17 @@ def sweeps(records: list[dict]) -> set[tuple[str, str, str]]:
     sweep, drawn as a curve; a single strength is a bar of the drop chart)."""
     strengths = defaultdict(set)
     for r in records:
-        base, _, eps = r["variant"].partition("@")
-        if base != "original":
-            strengths[(r["model"], r["dataset"], base)].add(
-                float(eps) if eps else default_eps(base, r["dataset"]))
+        arm = ArmLabel.parse(r["variant"])
+        if arm.base != "original":
+            strengths[(r["model"], r["dataset"], arm.base)].add(
+                arm.eps if arm.strength else default_eps(arm.base, r["dataset"]))
     return {key for key, values in strengths.items() if len(values) > 1}
 
 
 def variant_eps(variant: str, dataset: str) -> float | None:
     """The strength eps of a variant label ('noisy@0.2' -> 0.2; 'noisy' -> the default)."""
-    base, _, eps = variant.partition("@")
-    return float(eps) if eps else default_eps(base, dataset)
+    arm = ArmLabel.parse(variant)
+    return arm.eps if arm.strength else default_eps(arm.base, dataset)
 
 
 def drop_figure(drops: list[dict], column: str, path: pathlib.Path,
@@ -485,7 +481,7 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path,
     worse on the variant (LOWER_IS_BETTER sign rule)."""
     rows = [d for d in drops if d["metric"] == column
             and ("@" not in d["variant"]
-                 or (d["model"], d["dataset"], base_variant(d["variant"])) not in swept)]
+                 or (d["model"], d["dataset"], base_of(d["variant"])) not in swept)]
     if not rows:
         return False
     labels = sorted({(d["dataset"], d["model"], d["setting"]) for d in rows})
@@ -511,7 +507,7 @@ def drop_figure(drops: list[dict], column: str, path: pathlib.Path,
                             and variant_eps(variant, d["dataset"]) is not None})
         shown = f" (ε: {', '.join(strengths)})" if strengths else ""
         ax.bar(xs, ys, width, yerr=err, capsize=3,
-               label=f"original → {base_variant(variant)}{shown}")
+               label=f"original → {base_of(variant)}{shown}")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))],
                   [f"{m}\n{d}" + (f"\n{s}" if s else "") for d, m, s in labels], fontsize=8)
@@ -568,7 +564,7 @@ def eps_points(swept: set):
     def points(row):
         if row["setting"]:
             return []
-        base = base_variant(row["variant"])
+        base = base_of(row["variant"])
         if base == "original":
             return [(0.0, b) for m, d, b in sorted(swept)
                     if (m, d) == (row["model"], row["dataset"])]
@@ -736,7 +732,7 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
             # A hypothesis names a variant by its base ('wave'); a study that ran it at one
             # strength other than the default holds it as 'wave@0.3'.
             strengths = [k for k in groups if k[:2] == (model, dataset) and k[3] == setting
-                         and base_variant(k[2]) == variant]
+                         and base_of(k[2]) == variant]
             if len(strengths) == 1:
                 key = strengths[0]
         return [r["values"][metric] for r in groups.get(key, []) if metric in r["values"]]
@@ -814,7 +810,7 @@ def arm_size_rows(results_dir: pathlib.Path, study: dict) -> tuple[list[dict], l
     than original with no such file), rows sorted by dataset and variant."""
     settings = study.get("settings", {})
     wanted = [f"{d}_{v}" for d in settings.get("datasets", [])
-              for v in settings.get("variants", []) if base_variant(v) != "original"]
+              for v in settings.get("variants", []) if base_of(v) != "original"]
     rows, missing = [], []
     for stem in wanted or sorted(p.name.removesuffix(".change.json") for p in
                                  (results_dir / "samples").glob("*.change.json")):

@@ -35,6 +35,7 @@ import pathlib
 import numpy as np
 
 from benchmark import report, stats
+from benchmark.arm_label import base_of
 from benchmark.battery import TURNED_DEG, sweep_of
 from benchmark.errors import UserError, cli_main, run_command
 from benchmark.metrics import alignment
@@ -99,7 +100,7 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
         check_original_study(settings, report.read_study(original_dir).get("settings", {}),
                              original_dir)
     variants = settings.get("variants", [])
-    bases = {v.split("@")[0] for v in variants if v != "original"}
+    bases = {base_of(v) for v in variants if v != "original"}
     battery = settings.get("battery") or ({"sweep": bases.pop()} if len(bases) == 1 else {})
     if not battery.get("sweep"):
         raise UserError(f"{study_dir}: expected a pilot study whose variants are the original "

@@ -39,6 +39,7 @@ from benchmark import config
 from benchmark import fingerprint as fingerprint_lib
 from benchmark import hypotheses as hypotheses_lib
 from benchmark import results as results_lib
+from benchmark.arm_label import ArmLabel, base_of
 from benchmark.atomic import write_json
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
 from benchmark.data.change import change_path
@@ -128,7 +129,7 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
         raise ValueError("study.models is empty; expected {model name: gin file}")
     artefacts = {d: dict(v) for d, v in dict(artefacts or {}).items()}
     for variant in variants:
-        base = variant.split("@")[0]
+        base = base_of(variant)
         if base not in VARIANTS:
             raise ValueError(f"study.variants: unknown variant {variant!r}; expected one of "
                              f"{', '.join(VARIANTS)} (optionally '@<eps>')")
@@ -218,7 +219,7 @@ def check_battery(battery, variants) -> dict:
     out = {"manipulated": manipulated, "controls": list(controls)}
     if battery.get("sweep") is not None:
         sweep = battery["sweep"]
-        if not any(v.split("@")[0] == sweep for v in variants):
+        if not any(base_of(v) == sweep for v in variants):
             raise ValueError(f"study.battery['sweep']: expected the base name of a study "
                              f"variant, found {sweep!r}")
         out["sweep"] = sweep
@@ -248,20 +249,20 @@ def expand(settings: dict) -> list[RunSpec]:
         variants = settings.get("model_variants", {}).get(model, settings["variants"])
         for dataset in settings["datasets"]:
             for variant in variants:
-                base, _, eps = variant.partition("@")
+                arm = ArmLabel.parse(variant)
+                base = arm.base
                 data = [f"data.name = '{dataset}'", f"data.variant = '{base}'",
                         f"data.source = '{settings['source']}'"]
                 artefact = settings["artefacts"].get(dataset, {}).get(base)
                 if artefact and base != "original":
                     data.append(f"data.artefact = '{os.path.abspath(artefact)}'")
-                if eps:
-                    data.append(f"data.eps = {float(eps)}")
+                if arm.strength:
+                    data.append(f"data.eps = {arm.eps}")
                 for value in values:
                     hyper = [] if param is None else [f"{param} = {value!r}"]
                     tag = "" if param is None else f"_{param.split('.')[-1]}={value}"
                     for seed in seeds_of(settings, model, variant):
-                        variant_tag = base + (f"@{float(eps):g}" if eps else "")
-                        name = f"{model}_{dataset}_{variant_tag}{tag}_seed{seed}"
+                        name = f"{model}_{dataset}_{arm.shown()}{tag}_seed{seed}"
                         source = os.path.join(settings.get("start_from", ""), "runs", name)
                         start = ([f"run.start_from = '{source}'"]
                                  if settings.get("start_from") and os.path.isdir(source)
@@ -604,7 +605,8 @@ def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
                   if b.split("=", 1)[0].strip() == "data.fixed_factors"), None)
     for dataset in settings["datasets"]:
         for variant in settings["variants"]:
-            base, _, eps = variant.partition("@")
+            arm = ArmLabel.parse(variant)
+            base = arm.base
             path = directory / f"{dataset}_{variant}.png"
             if path.exists() and (base == "original" or change_path(path).exists()):
                 continue
@@ -614,8 +616,8 @@ def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
             artefact = settings["artefacts"].get(dataset, {}).get(base)
             if artefact and base != "original":
                 command.append(f"--artefact={os.path.abspath(artefact)}")
-            if eps:
-                command.append(f"--eps={float(eps)}")
+            if arm.strength:
+                command.append(f"--eps={arm.eps}")
             if fixed:
                 command.append(f"--fixed_factors={fixed}")
             code, stderr = run_one(command, os.getcwd())

@@ -73,6 +73,7 @@ import pathlib
 import numpy as np
 from absl import app, flags, logging
 
+from benchmark.arm_label import ArmLabel, base_of
 from benchmark.atomic import write_json
 from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, measured_factors
 from benchmark.errors import cli_main, run_command, user_errors
@@ -189,18 +190,26 @@ def _update_fn(side_means, variables, optimizer):
     return update
 
 
+def _arm_eps(arm: str) -> float | None:
+    """The arm's strength as a number (None: none given); ValueError naming the arm and
+    the readaptation's grammar otherwise."""
+    try:
+        return ArmLabel.parse(arm).eps
+    except ValueError:
+        raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
+                         f"number EPS or VARIANT@matched, found "
+                         f"{ArmLabel.parse(arm).strength!r}") from None
+
+
 def check_arm(arm: str) -> None:
     """ValueError unless `arm` names an arm `arm_dataset` or `matched_arm` can build
     (checked before anything loads)."""
     from benchmark.data import VARIANTS
 
-    base, _, strength = arm.partition("@")
-    if strength and strength != "matched":
-        try:
-            float(strength)
-        except ValueError:
-            raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
-                             f"number EPS or VARIANT@matched, found {strength!r}") from None
+    label = ArmLabel.parse(arm)
+    base, strength = label.base, label.strength
+    if strength != "matched":
+        _arm_eps(arm)
     fixed = ("original", "modified", "modified_texture")
     known = base in fixed or (base in (*REFERENCE_ARMS, *VARIANTS) and strength)
     if not known or (base == "original" and strength):
@@ -221,12 +230,7 @@ def arm_dataset(data, directory, arm: str, pairs=None, direction_deg=None):
     from perturbations import artefact
     from perturbations.naive import NaiveData
 
-    base, _, strength = arm.partition("@")
-    try:
-        eps = float(strength) if strength else None
-    except ValueError:
-        raise ValueError(f"readaptation arm {arm!r}: expected VARIANT, VARIANT@EPS with a "
-                         f"number EPS or VARIANT@matched, found {strength!r}") from None
+    base, eps = ArmLabel.parse(arm).base, _arm_eps(arm)
     if base == "original" and eps is None:
         return data
     if base in ("modified", "modified_texture"):
@@ -250,7 +254,7 @@ def matched_arm(data, directory, arm: str, target_energy: float, pairs=None,
 
     from perturbations import artefact
 
-    base = arm.partition("@")[0]
+    base = base_of(arm)
     if base == "naive":
         built = arm_dataset(data, directory, "naive@1", pairs)
         make = built.at
@@ -340,10 +344,10 @@ def readaptation(directory, steps: int = 1000, batch_size: int = 64, eval_every:
     found_refs = {side: [references.read_reference(r) for r in runs]
                   for side, runs in dirs.items()}
     pairs, direction = None, None
-    if any(arm.partition("@")[0] in REFERENCE_ARMS for arm in arms):
+    if any(base_of(arm) in REFERENCE_ARMS for arm in arms):
         pairs = {side: [references.load_encoder_decoder(r, data.observation_shape)
                         for r in refs] for side, refs in found_refs.items()}
-    if any(arm.partition("@")[0] == "wave_entangled" for arm in arms):
+    if any(base_of(arm) == "wave_entangled" for arm in arms):
         direction = entangled_code_direction(data, pairs["entangled"][0][0],
                                              found_refs["entangled"][0])
         logging.info("wave_entangled: direction %.1f degrees (the entangled reference's "
@@ -469,7 +473,7 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
         if sorted(runs[seed]["gate"]["arm_advantage_end"]) != sorted(arms):
             raise ValueError(f"seed {seed}: expected the arms {sorted(arms)}, found "
                              f"{sorted(runs[seed]['gate']['arm_advantage_end'])}")
-    controls = ([a for a in arms if a.partition("@")[0] == "noisy"] if compare_to is None
+    controls = ([a for a in arms if base_of(a) == "noisy"] if compare_to is None
                 else list(compare_to))
     unknown = [c for c in controls if c not in arms]
     if unknown:
@@ -489,7 +493,7 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
         if arm in controls:
             continue
         out["preferred"][arm] = {}
-        family = "control" if arm.partition("@")[0] == "naive" else "arms"
+        family = "control" if base_of(arm) == "naive" else "arms"
         for control in controls:
             test = {**stats.paired(values[arm], values[control], "less", confidence),
                     "family": family}
