@@ -5,7 +5,7 @@ python -m benchmark.audit export --out=DIR [--reference=...] [--seeds=...] [--st
 python -m benchmark.audit score --export=DIR --name=NAME [--output_dir=...]
 
 Audits one method (any model of the suite, or the user's own: see models/registry.py and
-docs/studies.md, "Audit a new method") for paper 002's question: does its disentanglement
+docs/audit.md) for paper 002's question: does its disentanglement
 depend on the local structure of the data that a factor-dependent perturbation removes?
 The reference study's battery (benchmark/battery.py; default the geometry battery,
 results/geometry_cpu: the ellipse of dSprites, where a wave turns the images' local

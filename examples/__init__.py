@@ -1,1 +1,1 @@
-"""Worked examples of plugging a new method into the suite (docs/studies.md, "Audit a new method")."""
+"""Worked examples of plugging a new method into the suite (docs/audit.md)."""

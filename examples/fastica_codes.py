@@ -1,7 +1,7 @@
 """python examples/fastica_codes.py EXPORT_DIR [--components=2] [--pca=8]
 
 The user's side of an audit from files (`python -m benchmark.audit export` /  `score`,
-docs/studies.md): a method that uses no TensorFlow, scikit-learn's FastICA on a PCA of the
+docs/audit.md): a method that uses no TensorFlow, scikit-learn's FastICA on a PCA of the
 pixels, fitted once per arm and seed of the export and written as the codes the score step
 reads. A stand-in for a model trained in PyTorch or JAX: only numpy and scikit-learn are
 imported, and the export is read as data (no pickle).
