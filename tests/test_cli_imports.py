@@ -10,7 +10,7 @@ COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.data.__main__", "benchmark.study", "benchmark.audit",
             "benchmark.report", "benchmark.power", "benchmark.cliff_sanity",
             "benchmark.curves", "benchmark.metrics.alignment", "benchmark.pipeline",
-            "benchmark.strength_choice",
+            "benchmark.strength_choice", "benchmark.readings.__main__",
             "perturbations.generate", "perturbations.noise", "perturbations.geometry",
             "perturbations.inspect", "perturbations.readapt",
             "perturbations.publish_references"]
