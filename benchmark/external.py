@@ -316,7 +316,7 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
         for label, variant, specs in arms:
             for spec in specs:
                 data, run_settings = _load(spec)
-                seed = run_settings["seed"]
+                seed = run_settings.seed
                 run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
                 run_dir.mkdir(parents=True, exist_ok=True)
                 scores, metric_settings, _ = evaluate_representation(

@@ -36,6 +36,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import dataclasses
 import pathlib
 import shutil
 import sys
@@ -104,6 +105,34 @@ def _count(name: str, value, minimum: int, maximum: int | None = None) -> int:
     return int(value)
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """A run's checked training and evaluation settings (`run_settings`, whose docstring
+    says what each means); `record()` is the form results.json keeps."""
+    seed: int
+    steps: int
+    batch_size: int
+    metrics: tuple
+    eval_points: int
+    checkpoint_every: int
+    log_every: int
+    jit_compile: bool
+    pair_rate: float
+    health_points: int
+    figures: bool
+    precision: str
+    shared_eval_sample: bool
+    threads: int
+    metric_points: int | None
+    eval_every: int
+    start_from: str | None
+
+    def record(self) -> dict:
+        """{setting: value}, tuples as lists (JSON)."""
+        return {k: list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(self).items()}
+
+
 @gin.configurable("run")
 def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  metrics=("mig", "dci", "sap", "factor_vae_score", "infomec"),
@@ -113,7 +142,7 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
                  figures: bool = True, precision: str = "float32",
                  shared_eval_sample: bool = True, threads: int = machine.DEFAULT_THREADS,
                  metric_points: int | None = None, eval_every: int = 0,
-                 start_from: str | None = None) -> dict:
+                 start_from: str | None = None) -> "RunSettings":
     """Training and evaluation settings (dlib defaults: batch 64, 300k steps).
 
     pair_rate: Laplace rate of the factor transitions for pair-trained methods (SlowVAE,
@@ -185,23 +214,24 @@ def run_settings(seed: int = 0, steps: int = 300000, batch_size: int = 64,
     if (isinstance(pair_rate, bool) or not isinstance(pair_rate, (int, float))
             or not pair_rate > 0):
         raise RunError(f"run.pair_rate must be a number > 0, found {pair_rate!r}")
-    return dict(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
-                eval_points=eval_points, checkpoint_every=checkpoint_every,
-                log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
-                health_points=health_points, figures=figures, precision=precision,
-                shared_eval_sample=shared_eval_sample, threads=threads,
-                metric_points=metric_points, eval_every=eval_every, start_from=start_from)
+    return RunSettings(seed=seed, steps=steps, batch_size=batch_size, metrics=tuple(metrics),
+                       eval_points=eval_points, checkpoint_every=checkpoint_every,
+                       log_every=log_every, jit_compile=jit_compile, pair_rate=pair_rate,
+                       health_points=health_points, figures=figures, precision=precision,
+                       shared_eval_sample=shared_eval_sample, threads=threads,
+                       metric_points=metric_points, eval_every=eval_every,
+                       start_from=start_from)
 
 
-def make_stream(model, data, settings: dict, first_batch: int):
+def make_stream(model, data, settings: RunSettings, first_batch: int):
     """The batch stream the model's `input_kind` asks for, starting at `first_batch`."""
     kind = getattr(model, "input_kind", "images")
     if kind == "images":
-        return pipeline.image_dataset(data, settings["batch_size"], settings["seed"],
+        return pipeline.image_dataset(data, settings.batch_size, settings.seed,
                                       first_batch)
     if kind in ("pairs", "pairs_with_negatives"):
-        return pipeline.pair_dataset(data, settings["batch_size"], settings["seed"],
-                                     first_batch, rate=settings["pair_rate"],
+        return pipeline.pair_dataset(data, settings.batch_size, settings.seed,
+                                     first_batch, rate=settings.pair_rate,
                                      negatives=kind == "pairs_with_negatives")
     raise ValueError(f"model {model.name!r} asks for unknown input kind {kind!r}")
 
@@ -415,15 +445,15 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     training) and RunInterrupted on Ctrl-C (naming the last checkpoint)."""
     settings = run_settings()
     check_bound_method()                 # an unset or unknown method: before any data loads
-    threads = machine.pin_threads(settings["threads"])
-    if threads != settings["threads"]:
+    threads = machine.pin_threads(settings.threads)
+    if threads != settings.threads:
         logging.warning("run.threads = %d, but TensorFlow already runs in this process with "
                         "%s threads: the run is not pinned (start it as its own process, "
-                        "python -m benchmark.run, to pin it)", settings["threads"],
+                        "python -m benchmark.run, to pin it)", settings.threads,
                         threads or "its default")
     try:        # metric settings are checked before any data is loaded or step trained
-        metrics_lib.resolve_settings(settings["metrics"], settings["seed"],
-                                     max_points=settings["metric_points"])
+        metrics_lib.resolve_settings(settings.metrics, settings.seed,
+                                     max_points=settings.metric_points)
     except ValueError as error:
         raise RunError(f"metric settings: {error}") from None
     try:
@@ -438,7 +468,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
     if output_dir is None:              # the default name needs the model's and data's names
         built = _build(settings)
         output_dir = default_output_dir(built[1].name, built[0].describe(),
-                                        settings["seed"], ident)
+                                        settings.seed, ident)
     output_dir = pathlib.Path(output_dir)
     with directory_lock(output_dir, "benchmark.run"):
         if not overwrite and prepare_directory(output_dir, ident, overwrite=False):
@@ -448,9 +478,9 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
             logging.warning("data.artefact %s: %s", data.describe().get("artefact"), warning)
         if overwrite:                               # ... before anything is removed
             prepare_directory(output_dir, ident, overwrite=True)
-        if settings["start_from"]:
-            start_from_run(output_dir, pathlib.Path(settings["start_from"]), ident,
-                           settings["steps"])
+        if settings.start_from:
+            start_from_run(output_dir, pathlib.Path(settings.start_from), ident,
+                           settings.steps)
         described = data.describe()
         data = served_data(data, model, settings, ident, serving)
         try:
@@ -467,7 +497,7 @@ def run(output_dir: pathlib.Path | None, overwrite: bool = False) -> pathlib.Pat
 IMAGES_PER_EXAMPLE = {"images": 1, "pairs": 2, "pairs_with_negatives": 3}
 
 
-def served_data(data, model, settings: dict, ident: dict, serving: dict):
+def served_data(data, model, settings: RunSettings, ident: dict, serving: dict):
     """`data` materialised for this run (benchmark/data/materialize.py; the same images,
     computed once): in memory, from the disk cache named by the data's content identity,
     or rendered per batch, as `serving` (materialize_settings()) and the run's length say."""
@@ -476,7 +506,7 @@ def served_data(data, model, settings: dict, ident: dict, serving: dict):
                "describe": {k: v for k, v in data.describe().items()
                             if k not in ("artefact", "artefact_warnings")}}
     per_example = IMAGES_PER_EXAMPLE.get(getattr(model, "input_kind", "images"), 1)
-    images_read = settings["steps"] * settings["batch_size"] * per_example
+    images_read = settings.steps * settings.batch_size * per_example
     return materialize.materialize(data, content, images_read, serving["mode"],
                                    serving["max_memory_bytes"], serving["cache_dir"],
                                    per_example)
@@ -540,18 +570,19 @@ def start_from_run(output_dir: pathlib.Path, source: pathlib.Path, ident: dict,
     return record
 
 
-def _build(settings: dict) -> tuple:
+def _build(settings: RunSettings) -> tuple:
     """(data, model) of the parsed configuration, seeded from run.seed."""
-    keras.utils.set_random_seed(settings["seed"])    # Python, numpy, TF, Keras
+    keras.utils.set_random_seed(settings.seed)    # Python, numpy, TF, Keras
     data = load_data(artefact_loader=load_variant)
-    keras.mixed_precision.set_global_policy(settings["precision"])
+    keras.mixed_precision.set_global_policy(settings.precision)
     # Seeded again right here: initial weights depend on the seed alone, not on how much
     # randomness loading the data used.
-    keras.utils.set_random_seed(settings["seed"])
+    keras.utils.set_random_seed(settings.seed)
     return data, configured_model(data.observation_shape)
 
 
-def evaluate_representation(data, representation, settings: dict, code_is_discrete: bool,
+def evaluate_representation(data, representation, settings: RunSettings,
+                            code_is_discrete: bool,
                             codes_path: pathlib.Path | None
                             ) -> tuple[dict, dict, np.ndarray]:
     """(scores, metric settings, codes of the evaluation sample) of a representation (images (n, h, w, c) in [0, 1] ->
@@ -560,27 +591,27 @@ def evaluate_representation(data, representation, settings: dict, code_is_discre
     of the run's seed, and the evaluation sample's first eval_points rows written to
     codes_path (factors, codes; None: not written). settings: `run_settings()`."""
     metric_settings = metrics_lib.resolve_settings(
-        settings["metrics"], settings["seed"], code_is_discrete=code_is_discrete,
-        shared_sample=settings["shared_eval_sample"], max_points=settings["metric_points"])
+        settings.metrics, settings.seed, code_is_discrete=code_is_discrete,
+        shared_sample=settings.shared_eval_sample, max_points=settings.metric_points)
     sample = None
     start = time.perf_counter()
-    if settings["shared_eval_sample"]:       # eval_codes.npz: the shared sample's first rows
+    if settings.shared_eval_sample:       # eval_codes.npz: the shared sample's first rows
         sample = metrics_lib.draw_shared_sample(
             data, representation,
-            max(settings["eval_points"], metrics_lib.shared_rows(metric_settings)),
-            settings["seed"])
+            max(settings.eval_points, metrics_lib.shared_rows(metric_settings)),
+            settings.seed)
         logging.info("evaluation sample of %d rows: %.1f s", len(sample[0]),
                      time.perf_counter() - start)
-        factors, codes = (a[:settings["eval_points"]] for a in sample)
+        factors, codes = (a[:settings.eval_points] for a in sample)
     else:
-        eval_rng = np.random.default_rng([settings["seed"], 1])
-        factors, codes = codes_lib.sample_codes(data, representation, settings["eval_points"],
+        eval_rng = np.random.default_rng([settings.seed, 1])
+        factors, codes = codes_lib.sample_codes(data, representation, settings.eval_points,
                                                 eval_rng, batch_size=256)
     if codes_path is not None:
         with atomic_path(codes_path, ".npz") as tmp, open(tmp, "wb") as f:
             np.savez(f, factors=factors, codes=codes)
-    scores = metrics_lib.evaluate(data, representation, settings["seed"],
-                                  settings["metrics"], record_errors=True,
+    scores = metrics_lib.evaluate(data, representation, settings.seed,
+                                  settings.metrics, record_errors=True,
                                   settings=metric_settings, sample=sample)
     return scores, metric_settings, codes
 
@@ -590,7 +621,7 @@ CURVES = "curves.json"
 
 
 def record_curve_point(path: pathlib.Path, step: int, model, data, representation,
-                       settings: dict, health_images) -> dict:
+                       settings: RunSettings, health_images) -> dict:
     """Scores the model at `step` as the run scores it at the end (metrics and health) and
     writes the point into `path` ({'points': [{'step', key: value}]}, by step; a point at
     this step or later, left by an interrupted run, is replaced); returns its scalars."""
@@ -614,7 +645,7 @@ def record_curve_point(path: pathlib.Path, step: int, model, data, representatio
             if isinstance(v, (int, float, np.number)) and np.isfinite(float(v))}
 
 
-def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dict,
+def _train_and_evaluate(model, data, described: dict, settings: RunSettings, ident: dict,
                         output_dir: pathlib.Path, threads: int) -> pathlib.Path:
     _claim(output_dir, "operative_config.gin", fingerprint_lib.FILE_NAME)
     # the identity first: a run killed between the two is still known by its content
@@ -623,9 +654,9 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     with atomic_path(output_dir / "operative_config.gin", ".gin") as tmp:
         tmp.write_text(gin.config_str())
 
-    health_rng = np.random.default_rng([settings["seed"], 2])
+    health_rng = np.random.default_rng([settings.seed, 2])
     health_images = data.observations_from_factors(
-        data.sample_factors(settings["health_points"], health_rng), health_rng)
+        data.sample_factors(settings.health_points, health_rng), health_rng)
     representation = batched_representation(model)
     image_summary = None
     if hasattr(model, "decode_images"):
@@ -640,11 +671,11 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
     load = machine.LoadMeter().start()
     _claim(output_dir, "checkpoints", "tb", LISTED_INSIDE)
     curve_point, curve_seconds = None, []
-    if settings["eval_every"]:
+    if settings.eval_every:
         _claim(output_dir, CURVES)
 
         def curve_point(step: int) -> dict | None:
-            if step % settings["eval_every"]:
+            if step % settings.eval_every:
                 return None
             started = time.perf_counter()
             point = record_curve_point(output_dir / CURVES, step, model, data, representation,
@@ -653,8 +684,8 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
             return point
     training = train_lib.train(
         model, lambda first: make_stream(model, data, settings, first),
-        settings["steps"], output_dir, settings["seed"], settings["checkpoint_every"],
-        settings["log_every"], settings["jit_compile"], image_summary=image_summary,
+        settings.steps, output_dir, settings.seed, settings.checkpoint_every,
+        settings.log_every, settings.jit_compile, image_summary=image_summary,
         on_checkpoint=curve_point,
         on_event_files=lambda names: _claim(output_dir, *[f"tb/{n}" for n in names]))
     training["seconds"] -= sum(curve_seconds)       # training time, without the curve
@@ -668,7 +699,7 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
                  100 * eval_seconds / max(training["seconds"], 1e-9), training["seconds"])
     start_after = time.perf_counter()
     scores["health"] = model_health(model, health_images, data.num_factors)
-    if settings["figures"] and hasattr(model, "decode_images"):
+    if settings.figures and hasattr(model, "decode_images"):
         _claim(output_dir, "reconstructions.png", "traversals.png")
         figures.write_model_figures(
             output_dir, health_images, codes, representation,
@@ -683,10 +714,10 @@ def _train_and_evaluate(model, data, described: dict, settings: dict, ident: dic
                "curve_seconds": sum(curve_seconds), "eval_seconds": eval_seconds,
                "health_and_figures_seconds": time.perf_counter() - start_after}
     results_lib.write(
-        output_dir, model=model.name, seed=settings["seed"], dataset=described,
+        output_dir, model=model.name, seed=settings.seed, dataset=described,
         scores=scores, final_losses=training["final_terms"], gin_config=gin.config_str(),
         metric_settings=metric_settings,
-        settings={k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        settings=settings.record(),
         steps=training["steps"], resumed_from=training["resumed_from"],
         train_seconds=training["seconds"], eval_seconds=eval_seconds,
         wall_seconds=time.perf_counter() - start,

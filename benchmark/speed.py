@@ -317,8 +317,8 @@ def speed_e2e() -> list[dict]:
             keras.utils.set_random_seed(0)
             model = _speed_model(method, base, configured_model, GIN_SEARCH_PATH, gin)
             kind = model.input_kind
-            settings = {"batch_size": FLAGS.batch_size, "seed": 0, "pair_rate": 6.0,
-                        "steps": 3000}
+            settings = run_lib.run_settings(seed=0, steps=3000, batch_size=FLAGS.batch_size,
+                                            pair_rate=6.0)
             started = time.perf_counter()
             per_example = run_lib.IMAGES_PER_EXAMPLE[kind]
             data = materialize.materialize(

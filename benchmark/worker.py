@@ -76,7 +76,7 @@ def run_specs(specs: list[dict]) -> int:
                 if isinstance(error, UserError):
                     raise
                 raise UserError(f"invalid gin configuration: {error}") from None
-            threads = run_lib.run_settings()["threads"]
+            threads = run_lib.run_settings().threads
             if pinned is not None and threads != pinned:
                 raise UserError(f"run.threads = {threads}, but this worker's TensorFlow "
                                 f"runs {pinned} threads (its first run's); run it in a "

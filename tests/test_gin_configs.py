@@ -24,7 +24,7 @@ def _resolve_run(gin_files, bindings) -> str:
     gin.clear_config()
     config.parse_config(list(gin_files), list(bindings))
     settings = run.run_settings()
-    metrics.resolve_settings(settings["metrics"], settings["seed"])
+    metrics.resolve_settings(settings.metrics, settings.seed)
     model = gin.get_bindings("model", resolve_references=False)
     registry.resolve_settings(model["method"], model.get("architecture", "conv"),
                               configurables.bound_settings())

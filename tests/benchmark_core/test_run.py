@@ -338,8 +338,8 @@ def test_metric_points_caps_every_evaluation_sample():
         settings = run.run_settings()
     finally:
         gin.clear_config()
-    assert (settings["metric_points"], settings["eval_points"],
-            settings["health_points"]) == (300, 300, 300)
+    assert (settings.metric_points, settings.eval_points,
+            settings.health_points) == (300, 300, 300)
     capped = metrics.resolve_settings(["mig", "dci", "factor_vae_score", "infomec"], 0,
                                       max_points=300)
     full = metrics.resolve_settings(["mig", "dci", "factor_vae_score", "infomec"], 0)
