@@ -33,7 +33,7 @@ setup(
         "tqdm>=4.66",
         "matplotlib>=3.8",
         "tensorboard>=2.16",            # tf.summary writers (training curves)
-        "pandas>=2.1",                  # the tidy per-run table (benchmark/results.py, report)
+        "pandas>=2.1",                  # the tidy per-run table (benchmark/runs/results.py, report)
     ],
     extras_require={
         # Ray in the test extra: the Ray backend is tested on a local (127.0.0.1) instance.

@@ -1,43 +1,9 @@
-"""python -m benchmark.identities < specs.json
+# `python -m benchmark.identities`: a thin entry module, on top of every floor (docs/architecture.md);
+# the command is benchmark/runs/identities.py, whose docstring is its help.
 
-Reads a JSON list of {name, gin_files, bindings} on stdin and prints {name: {fingerprint,
-bindings} | {error}}: the fingerprints a study's runs will have, parsed exactly as the
-runner parses them, in one process with the runner's configurables registered (a study
-compares these with what each run directory holds: benchmark/study.py).
-"""
+from benchmark.runs import identities as impl
 
-from __future__ import annotations
-
-import json
-import sys
-
-import gin
-
-import benchmark.run  # noqa: F401  (registers run.*, models, data, metrics)
-from benchmark import config
-from benchmark.fingerprint import identity
-
-
-def spec_identities(specs: list[dict]) -> dict[str, dict]:
-    """{name: identity | {'error': text}} of run specs ({name, gin_files, bindings}), each
-    parsed as the runner parses it. Call it in a process of its own, as gin's state is
-    global."""
-    out = {}
-    for spec in specs:
-        gin.clear_config()
-        try:
-            config.parse_config(spec["gin_files"], spec["bindings"])
-            out[spec["name"]] = identity(gin.config_str())
-        except Exception as error:  # noqa: BLE001  (reported per run, the run will fail)
-            out[spec["name"]] = {"error": f"{type(error).__name__}: {error}"}
-    gin.clear_config()
-    return out
-
-
-def main() -> None:
-    specs = json.load(sys.stdin)
-    print(json.dumps(spec_identities(specs)))   # the last line of stdout: read by the study
-
+__doc__ = impl.__doc__
 
 if __name__ == "__main__":
-    main()
+    impl.main()

@@ -1,3 +1,3 @@
-from benchmark import quiet_start
+from benchmark.core import quiet_start
 
 quiet_start.install()            # before any module of the suite imports TensorFlow

@@ -1,4 +1,4 @@
-"""The one training contract the loop relies on (benchmark/train.py).
+"""The one training contract the loop relies on (benchmark/runs/train.py).
 
 A model computes `loss_terms(batch, step, seed) -> {'loss': ..., other named terms}`;
 `TrainableModel` turns that into an optimiser update. Methods with more than one

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gin
 
-from benchmark.errors import ConfigError
+from benchmark.core.errors import ConfigError
 from models import registry
 from models.optimizers import OPTIMIZERS
 

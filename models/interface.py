@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 
 REQUIRED = ("train_step", "representation", "optimizers_list", "optimizer_variables")
 INPUT_KINDS = ("images", "pairs", "pairs_with_negatives")

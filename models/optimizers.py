@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import keras
 
-from benchmark.errors import check_range
+from benchmark.core.errors import check_range
 
 
 def _check_adam(name: str, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-7) -> None:

@@ -34,7 +34,7 @@ import functools
 import inspect
 from typing import Any, Callable, Mapping
 
-from benchmark.errors import ConfigError
+from benchmark.core.errors import ConfigError
 from models import (architectures, cliff, factorqvae, factorvae, interface, pcl, quantized,
                     slowvae, tripod, vae)
 from models.optimizers import OPTIMIZERS

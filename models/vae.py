@@ -31,7 +31,7 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from benchmark.errors import ConfigError, check_range
+from benchmark.core.errors import ConfigError, check_range
 from models import losses
 from models.base import TrainableModel
 

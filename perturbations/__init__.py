@@ -6,6 +6,6 @@ share (artefact.py). `benchmark.data.make_variant` takes the artefact loader
 this package.
 """
 
-from benchmark import quiet_start
+from benchmark.core import quiet_start
 
 quiet_start.install()            # before any module of the suite imports TensorFlow

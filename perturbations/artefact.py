@@ -28,11 +28,11 @@ import re
 
 import numpy as np
 
-from benchmark.atomic import atomic_path, write_json
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import UserError
 from benchmark.data.files import file_sha256
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
-from benchmark.errors import UserError
 
 SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise")

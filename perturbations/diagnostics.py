@@ -42,7 +42,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from benchmark.atomic import atomic_path, write_json
+from benchmark.core.atomic import atomic_path, write_json
 from benchmark.data.variants import DEFAULT_EPS, NoisyData, reflect
 from perturbations.artefact import EVIDENCE
 

@@ -21,7 +21,7 @@ Makes the adversarially modified variant of a dataset (paper 002 sec. 4):
    "below_minimum_effect": true. Every eps_sweep artefact gets its own evidence.json and
    figure.png.
 When every output is written, work_dir/generated.json records it: `--resume` (the
-paper-scale pipeline's, benchmark/pipeline.py) then exits at once, and otherwise trains on
+paper-scale pipeline's, benchmark/studies/pipeline.py) then exits at once, and otherwise trains on
 from the last checkpoint and writes the outputs, replacing only artefacts its own game
 made. `--dry_run` prints the plan (game, references and where they come from, outputs).
 """
@@ -39,16 +39,16 @@ import numpy as np
 from absl import app, flags, logging
 
 from benchmark import metrics as metrics_lib
-from benchmark import train as train_lib
-from benchmark import config
-from benchmark.atomic import write_json
-from benchmark.metrics import codes as codes_lib
+from benchmark.core import config
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import UserError, cli_main, run_command, user_errors
+from benchmark.core.lock import directory_lock
 from benchmark.data import export, get_dataset, pipeline
-from benchmark.data.subset import FactorSubset
 from benchmark.data.preview import tile_rows
+from benchmark.data.subset import FactorSubset
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.errors import UserError, cli_main, run_command, user_errors
-from benchmark.lock import directory_lock
+from benchmark.metrics import codes as codes_lib
+from benchmark.runs import train as train_lib
 from models.configurables import configured_optimizer
 from models.optimizers import game_decoder_adam, manipulation_adam
 from perturbations import artefact, diagnostics, manipulation, references
@@ -137,7 +137,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     reference_seeds: restarts trained by the runner into work_dir/references/seed<S>, with
       reference_gin_files + reference_bindings; reference_runs: finished run directories
       used as well (give reference_seeds=() to use only those); reference_study: a study
-      directory (benchmark/study.py) whose finished runs of `reference_model` on original
+      directory (benchmark/studies/study.py) whose finished runs of `reference_model` on original
       `dataset` join them (a restart pool trained as a study, on a Ray cluster say: the
       paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin);
       reference_exclude_overpruned, reference_min_mig_gap: the choice's rules

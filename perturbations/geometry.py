@@ -51,7 +51,7 @@ from typing import Sequence
 
 import numpy as np
 
-from benchmark.errors import UserError, cli_main, run_command
+from benchmark.core.errors import UserError, cli_main, run_command
 
 #: |correlation| of the local geometry under the weakest wave that turned a β-VAE's code
 #: (module docstring)
@@ -200,8 +200,8 @@ def define_flags() -> None:
 def main(argv) -> None:
     from absl import flags
 
-    from benchmark.atomic import write_json
-    from benchmark.config import find_published
+    from benchmark.core.atomic import write_json
+    from benchmark.core.config import find_published
 
     named = [pathlib.Path(a) for a in argv[1:]]
     if not named and not flags.FLAGS.waves:

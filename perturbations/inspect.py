@@ -9,7 +9,7 @@ kept) and redraws DIR/figure.png (the images generate.py drew, now beside the nu
 The artefact's weights and metadata.json are only read (the weights' SHA-256 is checked).
 Exit status: 0 done (also when the artefact is below the minimum effect: that is logged
 as a warning and recorded), 2 the artefact cannot be loaded or an argument is invalid (one
-line `error: ...`, the suite's policy in benchmark/errors.py).
+line `error: ...`, the suite's policy in benchmark/core/errors.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pathlib
 
 from absl import app, flags, logging
 
-from benchmark.atomic import write_json
-from benchmark.errors import cli_main, run_command, user_errors
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import cli_main, run_command, user_errors
 
 FLAGS = flags.FLAGS
 

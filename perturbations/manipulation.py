@@ -170,7 +170,7 @@ def unit_variance_init(manipulation: keras.Model, factors) -> list[float]:
 
 
 def dead_manipulation_check(patience: int = 10):
-    """A stop test for the generation's training loop (`benchmark.train.train`'s
+    """A stop test for the generation's training loop (`benchmark.runs.train.train`'s
     `stop_check`): terms -> a message once `m_dead_layers` has been > 0 at `patience`
     consecutive steps (m is then one pattern for every w, and stays so: a ReLU layer that
     outputs zero passes no gradient to the layers before it), else None."""

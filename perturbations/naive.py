@@ -29,9 +29,9 @@ from typing import Callable
 
 import numpy as np
 
+from benchmark.core.errors import ConfigError
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, reflect
-from benchmark.errors import ConfigError
 
 #: the most images whose deltas are computed up front (the arm's whole grid)
 MAX_IMAGES = 65536

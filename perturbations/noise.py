@@ -14,9 +14,9 @@ import pathlib
 
 from absl import app, flags
 
+from benchmark.core.errors import cli_main, run_command, user_errors
 from benchmark.data import DATASETS
 from benchmark.data.variants import DEFAULT_EPS
-from benchmark.errors import cli_main, run_command, user_errors
 from perturbations import artefact
 
 FLAGS = flags.FLAGS

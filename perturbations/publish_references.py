@@ -29,7 +29,7 @@ import pathlib
 
 from absl import app, flags, logging
 
-from benchmark.errors import cli_main, run_command, user_errors
+from benchmark.core.errors import cli_main, run_command, user_errors
 from perturbations import references
 
 FLAGS = flags.FLAGS

@@ -73,10 +73,10 @@ import pathlib
 import numpy as np
 from absl import app, flags, logging
 
-from benchmark.arm_label import ArmLabel, base_of
-from benchmark.atomic import write_json
+from benchmark.core.arm_label import ArmLabel, base_of
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import cli_main, run_command, user_errors
 from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, measured_factors
-from benchmark.errors import cli_main, run_command, user_errors
 from perturbations.diagnostics import MIN_MEAN_ABS_CHANGE
 
 FLAGS = flags.FLAGS
@@ -463,7 +463,7 @@ def across_seeds(runs: dict, compare_to=None, alpha: float = 0.05) -> dict:
     'less', plus 'family', 'p_holm' and 'preferred': p_holm < alpha}}}. Families (Holm
     within each): 'control' holds the positive control's comparisons (the naive arms),
     'arms' every other arm's."""
-    from benchmark import stats
+    from benchmark.statistics import stats
 
     seeds = sorted(runs)
     if len(seeds) < 2:
@@ -551,7 +551,7 @@ def save_figure(result: dict, path) -> None:
     kept)."""
     from matplotlib.figure import Figure
 
-    from benchmark.atomic import atomic_path
+    from benchmark.core.atomic import atomic_path
 
     figure = Figure(figsize=(6, 3.5), dpi=100)
     axis = figure.add_subplot()

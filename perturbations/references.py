@@ -31,14 +31,14 @@ from absl import logging
 import gin
 import numpy as np
 
-from benchmark import config
-from benchmark.atomic import atomic_path, write_json
+from benchmark.core import config
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import UserError
+from benchmark.core.processes import end_with_parent
 from benchmark.data.files import file_sha256
-from benchmark import results as results_lib
-from benchmark import train as train_lib
-from benchmark.errors import UserError
+from benchmark.runs import results as results_lib
+from benchmark.runs import train as train_lib
 from models.configurables import configured_model
-from benchmark.processes import end_with_parent
 from perturbations.artefact import ArtefactError, is_integer, is_number, read_json_object
 
 #: what a published reference directory holds beside PUBLISHED_RECORD
@@ -53,7 +53,7 @@ class ReferenceError(UserError, RuntimeError):
 
 def check_gin_config(text, source) -> str:
     """`text` if it is a gin config that imports only the suite's packages and includes no
-    file (benchmark.config.check_untrusted_config); else ReferenceError naming `source`."""
+    file (benchmark.core.config.check_untrusted_config); else ReferenceError naming `source`."""
     try:
         return config.check_untrusted_config(text, source)
     except config.UntrustedConfigError as error:
@@ -90,7 +90,7 @@ def read_reference(run_dir) -> dict:
             value = value.get(key) if isinstance(value, dict) else None
         return value
 
-    if results.get("schema_version") == results_lib.SCHEMA_VERSION:   # benchmark/results.py
+    if results.get("schema_version") == results_lib.SCHEMA_VERSION:   # benchmark/runs/results.py
         mig_name, variance_name = "scalars['metric/mig']", "health/mean_posterior_variance"
         mig = field("scalars", "metric/mig")
         overpruned = field("scalars", "health/overpruned")

@@ -6,7 +6,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
-from benchmark.errors import restore_interrupt  # noqa: E402
+from benchmark.core.errors import restore_interrupt  # noqa: E402
 
 # The tests stop the runs they start with SIGINT, as a user's Ctrl-C would; a test session
 # started in the background by a shell inherits SIGINT ignored, and so would those runs.

@@ -1,4 +1,4 @@
-"""One command-line error policy (benchmark/errors.py): a UserError prints one line,
+"""One command-line error policy (benchmark/core/errors.py): a UserError prints one line,
 `error: ...`, on stderr and exits 2; anything else shows its traceback; every command's main
 goes through the one wrapper."""
 
@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from benchmark import errors
-from tests.test_cli_imports import COMMANDS
+from benchmark.core import errors
+from tests.test_cli_imports import COMMANDS, implementation
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -22,7 +22,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
 APP = textwrap.dedent("""
     import sys
     from absl import app
-    from benchmark.errors import UserError, cli_main, user_errors
+    from benchmark.core.errors import UserError, cli_main, user_errors
 
     @cli_main
     def main(argv):
@@ -102,20 +102,22 @@ def test_every_command_main_goes_through_the_wrapper():
     found = {".".join(p.relative_to(ROOT).with_suffix("").parts)
              for package in ("benchmark", "perturbations", "models", "examples")
              for p in (ROOT / package).rglob("*.py")
-             if _run_as_command(p) and p != ROOT / "benchmark" / "errors.py"}
+             if _run_as_command(p) and p != ROOT / "benchmark" / "core" / "errors.py"}
     assert set(COMMANDS) <= found, set(COMMANDS) - found
     bypassing = [name for name in found if _calls_absl_run(
         ROOT / pathlib.Path(*name.split(".")).with_suffix(".py"))]
     assert not bypassing, f"call errors.run_command(main), not app.run(main): {bypassing}"
     for name in sorted(found):
-        module = importlib.import_module(name)
+        module = implementation(importlib.import_module(name))
         assert errors.uses_cli_policy(module.main), f"{name}.main is not wrapped by cli_main"
 
 
 def test_user_facing_exceptions_are_user_errors():
-    from benchmark import fingerprint, lock, report, run
+    from benchmark.core import lock
     from benchmark.data import files
     from benchmark.metrics import codes, settings
+    from benchmark.runs import fingerprint, run
+    from benchmark.studies import report
     from models import interface
     from perturbations import artefact, references
     for cls in (run.RunError, report.ReportError, fingerprint.ConfigMismatch,

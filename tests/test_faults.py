@@ -204,9 +204,9 @@ def test_d7_a_storage_failure_is_one_line_naming_the_path(tmp_path):
     script = textwrap.dedent(f"""
         import errno, os, sys
         from absl import app
-        from benchmark.atomic import write_json
-        from benchmark.errors import cli_main
-        from benchmark.train import storage_errors
+        from benchmark.core.atomic import write_json
+        from benchmark.core.errors import cli_main
+        from benchmark.runs.train import storage_errors
         import tensorflow as tf
 
         @cli_main
@@ -306,7 +306,7 @@ def test_d9_the_same_numbers_whatever_cpus_the_process_may_use(tmp_path):
 
 @pytest.mark.slow
 def test_the_lock_comes_before_the_data_and_a_busy_run_is_not_failed(tmp_path):
-    from benchmark.lock import directory_lock
+    from benchmark.core.lock import directory_lock
     run_dir = tmp_path / "study" / "runs" / "ae_dsprites_original_seed0"
     bindings = ["study.name = 'busy'", f"study.output_dir = '{tmp_path / 'study'}'",
                 "study.models = {'ae': 'models/ae.gin'}", "study.variants = ['original']",

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from benchmark import config
+from benchmark.core import config
 from tests.cli import ROOT, environment
 from tests.test_faults import TINY, _command, _one_line_error, _run
 
@@ -390,7 +390,7 @@ def test_r7_study_settings_accepted_silently_before_are_refused(tmp_path, comman
 
 
 def test_r7_an_export_manifest_without_seeds_is_one_line(tmp_path):
-    from benchmark import external
+    from benchmark.studies import external
     (tmp_path / "manifest.json").write_text(json.dumps({
         "arms": {"original": {"images": 4}}, "seeds": [], "reference": "r"}))
     with pytest.raises(ValueError, match="expected 'seeds' as distinct seeds"):

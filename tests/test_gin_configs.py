@@ -19,7 +19,9 @@ CONFIGS = (sorted(str(p.relative_to(ROOT / "gin_configs"))
 def _resolve_run(gin_files, bindings) -> str:
     """Parses one run of a study and resolves every setting the runner would read before
     building anything; returns its model.method."""
-    from benchmark import config, metrics, run
+    from benchmark import metrics
+    from benchmark.core import config
+    from benchmark.runs import run
     from models import configurables, registry
     gin.clear_config()
     config.parse_config(list(gin_files), list(bindings))
@@ -40,14 +42,15 @@ def test_every_gin_folder_and_the_examples_are_covered():
 
 @pytest.mark.parametrize("path", CONFIGS)
 def test_every_gin_config_parses_and_builds(path):
-    from benchmark import config, run  # noqa: F401  (run registers the run.* settings)
+    from benchmark.core import config
     from benchmark.data import load_data
+    from benchmark.runs import run  # noqa: F401  (run registers the run.* settings)
     from models.configurables import configured_model
     from models.registry import MODELS
     gin.clear_config()
     try:
         if path.startswith("studies/"):
-            from benchmark import study
+            from benchmark.studies import study
             config.parse_config([path], [])
             specs = study.expand(study.study_settings())
             # a model's gin file: under gin_configs/, or a user's (examples/) from the root
@@ -58,7 +61,7 @@ def test_every_gin_config_parses_and_builds(path):
             assert all(_resolve_run(*r) in MODELS for r in sorted(runs))
             return
         if path.startswith("pipelines/"):     # its stages' configs are cases of their own
-            from benchmark import pipeline
+            from benchmark.studies import pipeline
             config.parse_config([path], [])
             stages = pipeline.pipeline_settings()
             assert stages and all(s["gin_file"] in CONFIGS for s in stages)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import gin
 
+from benchmark.core.errors import ConfigError
 from benchmark.data.ground_truth import GroundTruthData
-from benchmark.errors import ConfigError
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",

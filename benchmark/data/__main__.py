@@ -20,12 +20,12 @@ import json
 
 from absl import app, flags, logging
 
-from benchmark.atomic import write_json
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import cli_main, run_command, user_errors
 from benchmark.data import ARTEFACT_VARIANTS, DATASETS, VARIANTS, export, get_dataset, make_variant, preview
 from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, change_path
 from benchmark.data.oracle import mean_change
 from benchmark.data.subset import FactorSubset
-from benchmark.errors import cli_main, run_command, user_errors
 from perturbations.artefact import load_variant
 
 FLAGS = flags.FLAGS

@@ -17,10 +17,10 @@ import pathlib
 import numpy as np
 from absl import logging
 
-from benchmark.atomic import temporaries_of
+from benchmark.core.atomic import temporaries_of
+from benchmark.core.lock import directory_lock
 from benchmark.data import files
 from benchmark.data.ground_truth import GroundTruthData
-from benchmark.lock import directory_lock
 
 
 def _dsprites_images_fn(data: GroundTruthData, binary: bool):

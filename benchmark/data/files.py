@@ -29,8 +29,8 @@ import numpy as np
 from absl import logging
 from tqdm import tqdm
 
-from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import ConfigError, UserError
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import ConfigError, UserError
 
 DATA_DIR_ENV = "DISENTANGLEMENT_LIB_DATA"
 

@@ -45,9 +45,9 @@ import gin
 import numpy as np
 from absl import logging
 
-from benchmark.atomic import atomic_path, write_json
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import ConfigError
 from benchmark.data.ground_truth import GroundTruthData
-from benchmark.errors import ConfigError
 
 #: images computed at a time while materialising
 CHUNK = 1024

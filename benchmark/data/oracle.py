@@ -39,9 +39,9 @@ from typing import Sequence
 
 import numpy as np
 
+from benchmark.core.errors import ConfigError, cli_main, run_command
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 from benchmark.data.variants import AdditivePerturbation, NoisyData, reflect
-from benchmark.errors import ConfigError, cli_main, run_command
 
 #: the free factors whose mean is the oracle's scalar s
 ORACLE_FACTORS = ("posX", "posY")

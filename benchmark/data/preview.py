@@ -6,7 +6,7 @@ import pathlib
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
+from benchmark.core.atomic import atomic_path
 
 from benchmark.data.ground_truth import GroundTruthData
 

@@ -19,7 +19,7 @@ import gin
 import numpy as np
 from absl import logging
 
-from benchmark.atomic import atomic_path
+from benchmark.core.atomic import atomic_path
 from benchmark.data import files, shapes3d_scene
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 

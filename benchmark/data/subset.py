@@ -19,8 +19,8 @@ from typing import Mapping
 
 import numpy as np
 
+from benchmark.core.errors import ConfigError
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
-from benchmark.errors import ConfigError
 
 
 def check_fixed_factors(base: GroundTruthData, fixed: Mapping[str, int]) -> dict[str, int]:

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
+from benchmark.core.errors import check_range
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
-from benchmark.errors import check_range
 
 #: Noise strength of paper 002 sec. 5.2 per dataset.
 DEFAULT_EPS = {"dsprites": 0.1, "shapes3d": 0.175}

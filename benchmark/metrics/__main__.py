@@ -15,12 +15,11 @@ The scores are printed and written (--out) with the settings that produced them
 
 from __future__ import annotations
 
-import numpy as np
 from absl import app, flags
 
-from benchmark import config
-from benchmark.atomic import write_json
-from benchmark.errors import UserError, cli_main, run_command, user_errors
+from benchmark.core import config
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import UserError, cli_main, run_command, user_errors
 from benchmark.metrics import (METRICS, TRAIN_FRACTION, codes_settings, evaluate_codes,
                                resolve_settings)
 from benchmark.metrics import codes as codes_lib
@@ -58,13 +57,6 @@ def _describe(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items() if k != "level")
 
 
-def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """(factors, codes) from an npz; ValueError naming the file when it is not one
-    (codes_lib.read_npz)."""
-    arrays = codes_lib.read_npz(path, ("factors", "codes"))
-    return arrays["factors"], arrays["codes"]
-
-
 @cli_main
 def main(argv):
     if len(argv) != 2 or argv[1] != "evaluate":
@@ -79,7 +71,7 @@ def main(argv):
         config.parse_config(gin_files, FLAGS.gin_bindings)
         resolved = resolve_settings(FLAGS.metrics, FLAGS.seed)
     with user_errors(ValueError):                       # MetricInputError is a ValueError
-        factors, codes = load_codes(FLAGS.codes)
+        factors, codes = codes_lib.load_codes(FLAGS.codes)
         settings = codes_settings(resolved, len(codes), TRAIN_FRACTION)
         scores = evaluate_codes(factors, codes, FLAGS.seed, FLAGS.metrics, TRAIN_FRACTION,
                                 settings)

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from benchmark.errors import cli_main, run_command
+from benchmark.core.errors import cli_main, run_command
 from benchmark.metrics import codes as codes_lib
 
 
@@ -127,7 +127,7 @@ def define_flags() -> None:
 def main(argv) -> None:
     from absl import app, flags
 
-    from benchmark.atomic import write_json
+    from benchmark.core.atomic import write_json
 
     if len(argv) != 2:
         raise app.UsageError("usage: python -m benchmark.metrics.alignment STUDY_DIR")

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 
 RepresentationFn = Callable[[np.ndarray], np.ndarray]
 
@@ -144,6 +144,14 @@ def read_npz(path, names, what: str = "") -> dict[str, np.ndarray]:
             zlib.error, tokenize.TokenError) as error:
         raise MetricInputError(f"{path}: {expected}, found an unreadable file (truncated or "
                                f"corrupt? {type(error).__name__}: {error})") from None
+
+
+def load_codes(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(factors, codes) from an npz (the format of `python -m benchmark.metrics evaluate`
+    and a run's eval_codes.npz); ValueError naming the file when it is not one
+    (read_npz)."""
+    arrays = read_npz(path, ("factors", "codes"))
+    return arrays["factors"], arrays["codes"]
 
 
 #: images per call of the representation in `sample_codes` (at least the sampling batch)

@@ -23,7 +23,7 @@ import json
 import pathlib
 from typing import Iterable, Sequence
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 from benchmark.metrics import METRICS, NOT_COMPARED
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 
-from benchmark.errors import cli_main, run_command
+from benchmark.core.errors import cli_main, run_command
 
 #: reading name -> module (each has `main(args: list[str]) -> None`)
 READINGS = {name: f"benchmark.readings.{name}" for name in

@@ -27,8 +27,8 @@ import pathlib
 
 import numpy as np
 
-from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import UserError
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import UserError
 
 SEEDS = (0, 1)
 EVERY, LAST_STEP = 5000, 30000

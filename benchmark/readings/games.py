@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import pathlib
 
-from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import UserError
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import UserError
 
 #: (name, artefact directory relative to the repository root, what the game is)
 GAMES = (("diagonal", "results/perturbations/dsprites_ellipse3_diagonal",
@@ -36,7 +36,7 @@ GAMES = (("diagonal", "results/perturbations/dsprites_ellipse3_diagonal",
           "suite's variant: batch-mean penalty 4096, Adam 1e-3; diagonal start"))
 #: the item's threshold on the visible w-dependent share
 THRESHOLD = 0.10
-#: the logged terms a trajectory keeps (benchmark.train writes them under 'loss/')
+#: the logged terms a trajectory keeps (benchmark.runs.train writes them under 'loss/')
 TRAJECTORY_TERMS = ("m_mean_share", "scalar_weight_0", "scalar_weight_1", "scalar_weight_2",
                     "reconstruction_entangled", "reconstruction_disentangled")
 #: the files this reading writes into the study directory

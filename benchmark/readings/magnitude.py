@@ -9,7 +9,7 @@ registered tests:
        Mann-Whitney, exact).
     Family A is Holm-adjusted at alpha 0.05.
     S3 (alone, alpha 0.05): modified and noisy@0.2627 are equivalent in mean active dims
-       within +-1 dim (TOST, two one-sided Welch tests, `benchmark.stats.tost`).
+       within +-1 dim (TOST, two one-sided Welch tests, `benchmark.statistics.stats.tost`).
     If both S3 arms are constant (every run the same count), the TOST is undefined and S3
     is reported as not testable, with the counts.
 
@@ -30,9 +30,9 @@ import pathlib
 
 from scipy import stats as scipy_stats
 
-from benchmark import stats
-from benchmark.atomic import write_json
-from benchmark.errors import UserError
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import UserError
+from benchmark.statistics import stats
 
 ALPHA, MARGIN = 0.05, 1.0
 ARMS = ("original", "modified", "noisy@0.2787", "noisy@0.175", "noisy@0.2627")

@@ -13,7 +13,7 @@ and computes, per finished seed and across them:
 - each arm's advantage, (L_ent - L_dis) on the arm minus the same on `original`, at update
   0 (the fixed reference decoders) and after the last update;
 - P1's difference advantage(naive@1) - advantage(noisy@matched) after the last update:
-  mean, 90 % paired t interval, one-sided p (`benchmark.stats.paired`, the test
+  mean, 90 % paired t interval, one-sided p (`benchmark.statistics.stats.paired`, the test
   `perturbations.readapt` runs), and the registered rule for "blind":
 
       "the objective is called *blind* to the naive move only if the 90 % interval of
@@ -23,7 +23,7 @@ and computes, per finished seed and across them:
       otherwise a non-rejection of P1 reads 'not shown to see the naive move at 3 seeds'"
 
 - the paired power of that test at the observed difference and spread, and the seeds that
-  power 0.8 needs (`benchmark.stats.pairs_needed`, as `python -m benchmark.power --paired`;
+  power 0.8 needs (`benchmark.statistics.stats.pairs_needed`, as `python -m benchmark.power --paired`;
   the design's second stage when P1 is not rejected).
 It prints the reading. Once every seed has finished it also writes, beside FILE,
 `reading.json` (the above), `report.md` (the arms' sizes, P1 and P2 with Holm from
@@ -40,9 +40,9 @@ import pathlib
 
 import numpy as np
 
-from benchmark import stats
-from benchmark.atomic import atomic_path, write_json
-from benchmark.errors import UserError
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.core.errors import UserError
+from benchmark.statistics import stats
 
 POSITIVE, CONTROL, BASE = "naive@1", "noisy@matched", "original"
 ALPHA = 0.05

@@ -35,8 +35,8 @@ import zipfile
 
 import numpy as np
 
-from benchmark.atomic import atomic_path
-from benchmark.errors import UserError
+from benchmark.core.atomic import atomic_path
+from benchmark.core.errors import UserError
 
 #: the evaluation codes a run writes (benchmark.run) and a study does not publish
 CODES = "eval_codes.npz"

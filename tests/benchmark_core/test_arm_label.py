@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmark.arm_label import ArmLabel, base_of
+from benchmark.core.arm_label import ArmLabel, base_of
 
 
 def test_a_label_splits_into_its_variant_and_strength():

@@ -1,4 +1,4 @@
-"""benchmark/atomic.py: the one way the suite writes files (temp name, then rename)."""
+"""benchmark/core/atomic.py: the one way the suite writes files (temp name, then rename)."""
 
 import ast
 import json
@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from benchmark.atomic import write_json
+from benchmark.core.atomic import write_json
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("benchmark", "models", "perturbations", "examples")
@@ -41,12 +41,12 @@ def _calls(tree, module: str, names: set[str]):
 
 
 def test_every_json_file_is_written_through_write_json():
-    """No module but benchmark/atomic.py dumps JSON into a file or renames one into place
+    """No module but benchmark/core/atomic.py dumps JSON into a file or renames one into place
     (json.dumps for hashing, printing or subprocess arguments is fine)."""
     offenders = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path == ROOT / "benchmark" / "atomic.py":
+            if path == ROOT / "benchmark" / "core" / "atomic.py":
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             rel = path.relative_to(ROOT)
@@ -58,4 +58,4 @@ def test_every_json_file_is_written_through_write_json():
                         and node.func.attr in ("write_text", "write") and node.args
                         and any(True for _ in _calls(node.args[0], "json", {"dumps"}))):
                     offenders.append(f"{rel}:{node.lineno} writes json.dumps(...)")
-    assert not offenders, f"write JSON with benchmark.atomic.write_json: {offenders}"
+    assert not offenders, f"write JSON with benchmark.core.atomic.write_json: {offenders}"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from benchmark import audit, stats
+from benchmark.statistics import stats
+from benchmark.studies import audit
 from perturbations import artefact, manipulation
 from tests.benchmark_core.test_report import _result
 from tests.benchmark_core.test_study import TINY_RUN
@@ -148,7 +149,7 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
 
 
 def test_battery_labels_sweep_and_dose_response(tmp_path):
-    from benchmark import battery, study
+    from benchmark.studies import battery, study
     variants = ["original", "wave@0.3", "noisy@0.3675", "wave_texture@0.3", "wave@0.05",
                 "wave@0.1"]
     spec = study.check_battery({"manipulated": "wave@0.3", "controls": [
@@ -448,7 +449,7 @@ def test_the_verdict_rests_on_exactly_the_seeds_it_names(tmp_path):
 
 
 def test_arms_are_found_as_the_report_labels_them():
-    from benchmark import battery, report
+    from benchmark.studies import battery, report
     assert battery.label("noisy@0.1000001", "dsprites") == report.nominal([{
         "dataset": "dsprites", "variant": "noisy@0.1"}])[("dsprites", "noisy@0.1")] == "noisy"
     legacy = battery.battery_of({"variants": ["original", "modified", "noisy@0.2787"]})
@@ -477,7 +478,7 @@ def test_the_verdict_names_the_control_that_is_short_of_runs():
 def test_the_scope_names_arms_with_runs_of_other_seeds():
     """An arm extended with more seeds (a registered floor check, say) is named in the
     scope sentence rather than hidden behind the per-arm seed count."""
-    from benchmark.audit import _scope
+    from benchmark.studies.audit import _scope
 
     reference = {"name": "geometry_tiny", "bindings": ["run.steps = 800"]}
     battery = {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from benchmark import cliff_sanity
+from benchmark.studies import cliff_sanity
 from tests.cli import python_m
 
 

@@ -5,7 +5,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from benchmark import curves
+from benchmark.runs import curves
 
 
 def _write_run(run_dir, values):

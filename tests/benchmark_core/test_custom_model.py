@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from benchmark import config
+from benchmark.core import config
 from models import interface, registry
 from models.base import TrainableModel
 
@@ -110,7 +110,7 @@ def test_custom_model_runs_through_the_runner_cli(tmp_path):
 
 @pytest.mark.slow
 def test_custom_model_runs_through_the_audit(tmp_path):
-    from benchmark import audit
+    from benchmark.studies import audit
     from perturbations import artefact, manipulation
     from tests.benchmark_core.test_report import _result
     from tests.benchmark_core.test_study import TINY_RUN

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from benchmark import external
+from benchmark.studies import external
 from tests.benchmark_core.test_audit import GEOMETRY, _geometry_reference
 from tests.cli import ROOT, environment, python_m
 

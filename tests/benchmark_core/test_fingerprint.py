@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from benchmark import fingerprint
+from benchmark.runs import fingerprint
 
 CONFIG = """# Parameters for run:
 # ==============================================================================
-import benchmark.run
+import benchmark.runs.run
 run.metrics = ['mig', 'dci']
 run.steps = 2000
 run.log_every = 100

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from benchmark import hypotheses, stats, study
+from benchmark.statistics import hypotheses, stats
+from benchmark.studies import study
 
 DATA = {("beta_vae", "original"): [0.30, 0.32, 0.28, 0.31],
         ("beta_vae", "modified"): [0.10, 0.12, 0.08, 0.11],

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from benchmark.lock import LOCK_NAME, DirectoryLocked, directory_lock
+from benchmark.core.lock import LOCK_NAME, DirectoryLocked, directory_lock
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOLD = ("import sys, time\n"
-        "from benchmark.lock import directory_lock\n"
+        "from benchmark.core.lock import directory_lock\n"
         "with directory_lock(sys.argv[1], 'holder in a test'):\n"
         "    print('held', flush=True)\n"
         "    time.sleep(600)\n")

@@ -1,4 +1,4 @@
-"""benchmark/mechanism.py: turned or lost, per arm; and its section of the study report."""
+"""benchmark/studies/mechanism.py: turned or lost, per arm; and its section of the study report."""
 
 import csv
 import json
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from benchmark import mechanism, report
+from benchmark.studies import mechanism, report
 from tests.benchmark_core.test_audit import _codes
 from tests.benchmark_core.test_report import _result
 

@@ -11,7 +11,7 @@ import sys
 import gin
 import pytest
 
-from benchmark import config
+from benchmark.core import config
 from benchmark.data import load_data
 from benchmark.data.oracle import (ORACLE_FIXED_FACTORS, OracleData, TextureData,
                                    matched_noise_eps)
@@ -22,7 +22,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def specs():
-    from benchmark import run, study  # noqa: F401  (run registers the run.* settings)
+    from benchmark.runs import run  # noqa: F401  (run registers the run.* settings)
+    from benchmark.studies import study
     gin.clear_config()
     try:
         config.parse_config(["studies/oracle_cpu.gin"], [])
@@ -86,7 +87,7 @@ def test_beta_vae_smoke_run_on_the_oracle_data(tmp_path):
 
 
 def test_report_names_the_oracle_arms_at_their_default_strength():
-    from benchmark import report
+    from benchmark.studies import report
     records = [{"dataset": "dsprites", "variant": v}
                for v in ("original", "oracle@0.157", "texture@0.157", "noisy@0.1", "oracle@0.2")]
     assert report.nominal(records) == {("dsprites", "oracle@0.157"): "oracle",
@@ -102,7 +103,7 @@ def test_report_names_the_oracle_arms_at_their_default_strength():
 def test_registered_hypotheses_find_the_report_groups(specs):
     """The report names the arms 'oracle', 'texture' and 'noisy' (default strengths), so
     the study's pre-registered hypotheses are testable on its runs (fake scores here)."""
-    from benchmark import report, study
+    from benchmark.studies import report, study
     gin.clear_config()
     try:
         config.parse_config(["studies/oracle_cpu.gin"], [])

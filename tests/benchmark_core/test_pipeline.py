@@ -10,8 +10,9 @@ import sys
 import gin
 import pytest
 
-from benchmark import config, pipeline
-from benchmark.errors import ConfigError
+from benchmark.core import config
+from benchmark.core.errors import ConfigError
+from benchmark.studies import pipeline
 from tests.benchmark_core.test_study import TINY_RUN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchmark import report
+from benchmark.studies import report
 
 
 def _result(path, model, variant, seed, mig, dci, overpruned=False, eps=None):
@@ -146,7 +146,7 @@ def test_overpruning_is_an_outcome_per_arm(study):
 
 
 def test_power_statement_of_the_headline_drops(study):
-    from benchmark import stats as ours
+    from benchmark.statistics import stats as ours
     drops = report.drop_rows(report.group(report.load_runs(study))[0])
     (row,) = report.power_rows(drops)                  # modified@0.3 has one run: no test
     sd_o, sd_m = np.std(ORIGINAL, ddof=1), np.std(MODIFIED, ddof=1)
@@ -228,7 +228,7 @@ def test_curves_only_for_eps_sweeps_and_one_drop_sign(study, tmp_path):
 
 
 def test_figure_input_rows_name_the_variant():
-    from benchmark import figures
+    from benchmark.runs import figures
     assert figures.input_label({"variant": "original"}) == "input"
     assert figures.input_label({"variant": "noisy", "eps": 0.1}) == "noisy input, ε 0.1"
     assert figures.input_label({"variant": "modified"}) == "modified input"

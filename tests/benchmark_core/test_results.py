@@ -1,4 +1,4 @@
-"""results.json v2 and arrays.npz (benchmark/results.py): round trip, the v1 reader, the tidy
+"""results.json v2 and arrays.npz (benchmark/runs/results.py): round trip, the v1 reader, the tidy
 table of every published study, report numbers independent of the schema, and one clear
 error for a malformed file (issue 18 item 4)."""
 
@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark import report, results
+from benchmark.runs import results
+from benchmark.studies import report
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-GIN = """import benchmark.run
+GIN = """import benchmark.runs.run
 
 # Parameters for beta_vae:
 beta_vae.beta = 8.0
@@ -155,7 +156,7 @@ def test_every_published_study_loads_as_a_table(study):
     assert len(table) == len(list(directory.rglob("results.json")))
     assert table["run_dir"].is_unique and table["model"].notna().all()
     assert table["metric/mig"].between(0, 1).all()
-    # codes scored from files (benchmark/external.py) have no model config of the suite's
+    # codes scored from files (benchmark/studies/external.py) have no model config of the suite's
     scored = all((json.loads(p.read_text()).get("settings") or {}).get("external_codes")
                  for p in directory.rglob("results.json"))
     wanted = {"config/run.steps"} | (set() if scored else {"config/model.num_latents"})

@@ -10,7 +10,7 @@ import gin
 import numpy as np
 import pytest
 
-from benchmark import machine
+from benchmark.core import machine
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY_BINDINGS = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
@@ -31,13 +31,16 @@ def _run(*args, cwd=ROOT):
 
 
 def _run_here(out, *bindings, overwrite=False):
-    """benchmark.run in this process (tiny beta-VAE; later bindings win)."""
-    from benchmark import config, run
+    """benchmark.run in this process (tiny beta-VAE; later bindings win), with the artefact
+    loader the command passes."""
+    from benchmark.core import config
+    from benchmark.runs import run
+    from perturbations.artefact import load_variant
     gin.clear_config()
     try:
         config.parse_config(["models/beta_vae.gin", "datasets/dsprites.gin"],
                             [*TINY_BINDINGS, "run.figures = False", *bindings])
-        return run.run(out, overwrite)
+        return run.run(out, overwrite, artefact_loader=load_variant)
     finally:
         gin.clear_config()
 
@@ -111,7 +114,7 @@ def test_unknown_method_is_a_clear_error():
 def test_model_health_of_every_method():
     import numpy as np
 
-    from benchmark.run import model_health
+    from benchmark.runs.run import model_health
     from models.registry import METHODS, MODELS, make_model
     images = np.random.default_rng(0).uniform(0, 1, (6, 64, 64, 1)).astype(np.float32)
     for method in METHODS:
@@ -202,7 +205,7 @@ def test_same_seed_same_run_in_another_process_also_after_ctrl_c_and_kill(tmp_pa
 def test_configurations_never_share_a_run_and_overwrite_keeps_foreign_files(tmp_path,
                                                                              monkeypatch):
     """Issue 17.1, 19.2, 19.4, 19.5, 19.10."""
-    from benchmark import fingerprint, run
+    from benchmark.runs import fingerprint, run
     monkeypatch.chdir(tmp_path)
     one = _run_here(None, "beta_vae.beta = 1")
     eight = _run_here(None, "beta_vae.beta = 8")
@@ -246,7 +249,7 @@ def test_configurations_never_share_a_run_and_overwrite_keeps_foreign_files(tmp_
 
 
 def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_path):
-    from benchmark import fingerprint
+    from benchmark.runs import fingerprint
     published = ROOT / "results" / "zietlow2021_cpu" / "runs" / "ae_dsprites_original_seed0"
     result = json.loads((published / "results.json").read_text())
     assert "fingerprint" not in result
@@ -269,14 +272,14 @@ def test_published_run_without_fingerprint_is_identified_by_its_gin_config(tmp_p
     ("run.eval_every = 3", r"run.eval_every must be a multiple of run.checkpoint_every \(2\)"),
 ])
 def test_bad_run_settings_fail_before_any_work(tmp_path, binding, message):
-    from benchmark import run
+    from benchmark.runs import run
     with pytest.raises(run.RunError, match=message):
         _run_here(tmp_path / "run", binding)
     assert not (tmp_path / "run").exists()
 
 
 def test_bad_metric_setting_fails_before_any_work(tmp_path):
-    from benchmark import run
+    from benchmark.runs import run
     with pytest.raises(run.RunError, match="metric settings: sap.classifier must be one of "
                                            "'threshold', 'linear_svm', found 'svm'"):
         _run_here(tmp_path / "run", "run.metrics = ['sap']", "sap.classifier = 'svm'")
@@ -287,7 +290,8 @@ def test_bad_metric_setting_fails_before_any_work(tmp_path):
 def test_quantised_models_are_scored_as_discrete_codes(tmp_path):
     """Issue 15 item 6: the runner reads the model's `code_is_discrete` and InfoMEC uses the
     discrete estimator on it; the settings say so."""
-    from benchmark import config, run
+    from benchmark.core import config
+    from benchmark.runs import run
     from models.factorqvae import DiscreteLatentVAE
     from models.quantized import QuantizedAE
     from models.tripod import Tripod
@@ -320,7 +324,7 @@ def test_bad_setting_on_the_command_line_is_one_line(tmp_path):
 
 
 def test_second_writer_is_refused_naming_the_holder(tmp_path):
-    from benchmark.lock import DirectoryLocked, directory_lock
+    from benchmark.core.lock import DirectoryLocked, directory_lock
     out = tmp_path / "run"
     with directory_lock(out, "the first writer"):
         with pytest.raises(DirectoryLocked, match=rf"pid {os.getpid()} .*the first writer"):
@@ -331,7 +335,9 @@ def test_second_writer_is_refused_naming_the_holder(tmp_path):
 def test_metric_points_caps_every_evaluation_sample():
     """Issue 30 item 4: a smoke test in seconds. run.metric_points caps every metric's
     sample sizes (recorded as its settings) and the evaluation / health samples."""
-    from benchmark import config, metrics, run
+    from benchmark import metrics
+    from benchmark.core import config
+    from benchmark.runs import run
     gin.clear_config()
     try:
         config.parse_config([], ["run.metric_points = 300"])
@@ -356,7 +362,7 @@ def test_a_learning_curve_leaves_training_unchanged_and_is_resumable(tmp_path):
     """run.eval_every scores the run at checkpoints (curves.json, TensorBoard 'eval/'), and
     the run's final numbers are those of the same run without a curve (the same
     fingerprint)."""
-    from benchmark import fingerprint, run
+    from benchmark.runs import fingerprint, run
     plain = _run_here(tmp_path / "plain")
     curved = _run_here(tmp_path / "curved", "run.eval_every = 2")
     points = json.loads((curved / run.CURVES).read_text())["points"]
@@ -374,7 +380,7 @@ def test_a_run_started_from_a_shorter_run_equals_the_longer_run(tmp_path):
     ends where a 4-step run from scratch ends (a resume), with the same fingerprint, the
     shorter run's curve point kept and where it started recorded; a source of another
     configuration, or one past run.steps, is refused before anything is trained."""
-    from benchmark import fingerprint, run
+    from benchmark.runs import fingerprint, run
     short = _run_here(tmp_path / "short", "run.steps = 2", "run.eval_every = 2")
     scratch = _run_here(tmp_path / "scratch", "run.eval_every = 2")
     started = _run_here(tmp_path / "started", "run.eval_every = 2",

@@ -1,4 +1,4 @@
-"""The context every timing is recorded with (benchmark/machine.py), and the repeat timer
+"""The context every timing is recorded with (benchmark/core/machine.py), and the repeat timer
 of `benchmark.speed train` (no timing is asserted: speed is measured by benchmarks)."""
 
 import hashlib
@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from benchmark import machine, speed
+from benchmark.core import machine
+from benchmark.studies import speed
 from tests.cli import python_m
 
 

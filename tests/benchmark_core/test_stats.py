@@ -1,4 +1,4 @@
-"""benchmark/stats.py against scipy, and the bootstrap rule by simulation."""
+"""benchmark/statistics/stats.py against scipy, and the bootstrap rule by simulation."""
 
 import subprocess
 import sys
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from benchmark import power as power_cli
-from benchmark import stats
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
+from benchmark.statistics import power as power_cli
+from benchmark.statistics import stats
 
 A = [0.30, 0.25, 0.35, 0.28]
 B = [0.10, 0.05, 0.12]
@@ -218,7 +218,7 @@ def test_power_command():
 def test_intervals_of_a_bounded_score_stay_in_its_range():
     """Two seeds give a t interval (df 1, t 12.7) wider than a MIG can go: the mean's
     interval is cut to [0, 1] and a drop's to [−1, 1]; without bounds nothing is cut."""
-    from benchmark import mechanism
+    from benchmark.studies import mechanism
     high, low = [0.90, 0.98], [0.05, 0.30]
     unbounded = mechanism.summary(high)
     assert unbounded["ci_high"] > 1

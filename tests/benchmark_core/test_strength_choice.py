@@ -1,11 +1,11 @@
-"""The registered rule that picks the battery's strength (benchmark/strength_choice.py),
+"""The registered rule that picks the battery's strength (benchmark/studies/strength_choice.py),
 on codes and runs whose answer is known."""
 
 import numpy as np
 import pytest
 
-from benchmark import strength_choice
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
+from benchmark.studies import strength_choice
 
 
 def _grid():
@@ -72,7 +72,7 @@ def _pilot(study, arms, settings=None):
     per arm ({variant: degrees}; seed s adds s degrees), 3 seeds each."""
     import json
 
-    from benchmark import results
+    from benchmark.runs import results
 
     study.mkdir()
     (study / "study.json").write_text(json.dumps({"settings": {
@@ -131,3 +131,32 @@ def test_a_pilot_of_wave_arms_alone_takes_its_original_arm_from_another_study(tm
                    {**same, "bindings": ["run.steps = 6000"]})
     with pytest.raises(UserError, match="bindings differ .*run.steps"):
         strength_choice.pilot_runs(waves, "beta_vae", original_dir=other)
+
+
+def test_the_geometry_rule_reads_the_turn_against_the_images_own_turn():
+    """--turn=geometry: 14 degrees is no turn by the absolute rule (22.5) but is one where
+    the local geometry turned 18.7 (half: 9.35); it is none where the geometry turned 40."""
+    runs = {0.0: _runs([3, 5, 4, 6], [0.95] * 4),
+            0.1: _runs([12, 16, 14, 15], [0.94] * 4),
+            0.15: _runs([18, 19, 17, 18], [0.94] * 4)}
+    absolute = strength_choice.choose(runs)
+    assert absolute["chosen"] is None and absolute["turn"] == "absolute"
+    relative = strength_choice.choose(runs, geometry={0.1: 18.7, 0.15: 40.0})
+    rows = {r["strength"]: r for r in relative["strengths"]}
+    assert relative["chosen"] == 0.1 and relative["turn"] == "geometry"
+    assert rows[0.1]["turned"] and rows[0.1]["followed_share"] == 1.0
+    assert not rows[0.15]["turned"] and rows[0.15]["followed_share"] == 0.0   # 18 < 20
+    assert "geometry turn" in strength_choice.table_lines(relative)[0]
+    with pytest.raises(UserError, match="no local geometry computed for strength 0.15"):
+        strength_choice.choose(runs, geometry={0.1: 18.7})
+
+
+def test_the_geometry_rule_computes_the_waves_turn_on_the_ellipse_only():
+    ellipse = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                            "run.steps = 3000"]}
+    turns = strength_choice.geometry_turns(ellipse, [0.0, 0.1])
+    assert list(turns) == [0.1] and turns[0.1] == pytest.approx(18.7, abs=0.1)
+    for other in ({"bindings": ["run.steps = 3000"]},
+                  {"bindings": [*ellipse["bindings"], "data.wave_periods = 2"]}):
+        with pytest.raises(UserError, match="--turn=geometry computes"):
+            strength_choice.geometry_turns(other, [0.1])

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from benchmark import report, study
-from benchmark.errors import ConfigError
+from benchmark.core.errors import ConfigError
+from benchmark.studies import report, study
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
@@ -208,7 +208,7 @@ def test_dry_run_lists_the_grid_and_writes_nothing(tmp_path, capsys):
 
 
 def test_grid_runs_seed_major():
-    from benchmark import study
+    from benchmark.studies import study
     settings = study.study_settings(name="t", output_dir="o",
                                     models={"ae": "a_{dataset}.gin", "pcl": "p_{dataset}.gin"},
                                     variants=["original", "noisy"], seeds=[3, 1])
@@ -219,7 +219,7 @@ def test_grid_runs_seed_major():
 
 
 def test_second_study_on_a_directory_is_refused_naming_the_holder(tmp_path):
-    from benchmark.lock import DirectoryLocked, directory_lock
+    from benchmark.core.lock import DirectoryLocked, directory_lock
     out = tmp_path / "study"
     with directory_lock(out, "the first study"):
         with pytest.raises(DirectoryLocked, match=rf"pid {os.getpid()} .*the first study"):
@@ -243,7 +243,7 @@ def _published_copy(tmp_path, name="ae_dsprites_original_seed0"):
 def test_published_runs_count_as_finished_and_a_changed_study_is_refused(tmp_path, capsys):
     """Issue 19.4 / 17.1: a run counts as finished only with the configuration asked for;
     published runs (no fingerprint field) are identified by their gin_config."""
-    from benchmark import fingerprint
+    from benchmark.runs import fingerprint
     out, settings = _published_copy(tmp_path)
     assert "fingerprint" not in json.loads(
         (out / "runs" / "ae_dsprites_original_seed0" / "results.json").read_text())
@@ -319,7 +319,7 @@ def test_eta_waits_for_a_fresh_run_when_only_resumed_runs_ended():
 def test_progress_bar_only_on_a_terminal():
     import io
 
-    from benchmark import study as study_lib
+    from benchmark.studies import study as study_lib
 
     class Terminal(io.StringIO):
         def isatty(self):

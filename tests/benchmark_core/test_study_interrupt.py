@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from benchmark import processes, study
+from benchmark.core import processes
+from benchmark.studies import study
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -76,7 +77,7 @@ def test_a_command_started_in_the_background_still_stops_on_sigint():
     plain = "import time\nprint('ready', flush=True)\ntime.sleep(3)"
     code, seconds = _interrupted_in_background(plain)
     assert code == 0 and seconds > 2                  # the control: SIGINT was ignored
-    command = ("import time\nfrom benchmark.errors import cli_main, run_command\n"
+    command = ("import time\nfrom benchmark.core.errors import cli_main, run_command\n"
                "@cli_main\ndef main(argv):\n    print('ready', flush=True)\n"
                "    time.sleep(30)\nrun_command(main)")
     code, seconds = _interrupted_in_background(command)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from benchmark import study
+from benchmark.studies import study
 from tests.benchmark_core.test_study import _failing_gin, _settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_ray_backend_runs_the_grid_on_a_local_instance_listening_on_loopback_onl
 @needs_ray
 def test_ray_imported_without_the_loopback_switch_is_refused_before_starting():
     env = {k: v for k, v in os.environ.items() if k != study.RAY_LOOPBACK_ENV}
-    code = ("import ray\nfrom benchmark import study\n"
+    code = ("import ray\nfrom benchmark.studies import study\n"
             "list(study._ray_map({'x': ['true']}, None))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)

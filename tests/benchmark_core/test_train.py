@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from benchmark import train as train_lib
 from benchmark.data import dsprites, pipeline
+from benchmark.runs import train as train_lib
 from models import architectures, vae
 from models.optimizers import dlib_adam
 

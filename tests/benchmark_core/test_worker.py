@@ -1,4 +1,4 @@
-"""Several runs in one process (benchmark/worker.py, `study --runs_per_process`): each run
+"""Several runs in one process (benchmark/runs/worker.py, `study --runs_per_process`): each run
 gives the same numbers, codes and arrays as the same run alone in its own process."""
 
 import json

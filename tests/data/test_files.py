@@ -265,7 +265,7 @@ def test_disk_full_and_other_write_errors_name_the_file(tmp_path, monkeypatch):
     import errno
     import os
 
-    from benchmark.atomic import atomic_path
+    from benchmark.core.atomic import atomic_path
 
     def disk_full(*args, **kwargs):          # what a write raises on a full disk
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -7,8 +7,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from benchmark.core.errors import ConfigError
 from benchmark.data import load_data, materialize
-from benchmark.errors import ConfigError
 from perturbations.artefact import load_variant
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

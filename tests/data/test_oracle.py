@@ -172,8 +172,8 @@ def test_wave_moves_the_phase_with_x_plus_y_and_mixes_the_local_geometry(reduced
 
 
 def test_a_wave_along_a_direction_of_the_plane(reduced):
+    from benchmark.core.errors import ConfigError
     from benchmark.data.oracle import WaveData, directed_scalar, mixed_scalar
-    from benchmark.errors import ConfigError
     factors = reduced.sample_factors(200, np.random.default_rng(0))
     np.testing.assert_allclose(directed_scalar(reduced, factors, 45.0),
                                mixed_scalar(reduced, factors), atol=1e-12)
@@ -212,10 +212,10 @@ def test_a_wave_with_fewer_periods_turns_the_geometry_at_a_larger_eps(reduced):
     at eps 0.3 turn the local geometry as far as 8 at 0.15 (principal axis 33.8° and 31.8°
     off the factor axes), with the wave's energy of eps²; the periods are named in
     describe() (what the run's data cache is keyed on); other variants refuse them."""
-    from benchmark.data.oracle import WaveData
-    from benchmark.errors import ConfigError
-    from perturbations.geometry import ELLIPSE_FIXED, geometry_row
+    from benchmark.core.errors import ConfigError
     from benchmark.data import get_dataset
+    from benchmark.data.oracle import WaveData
+    from perturbations.geometry import ELLIPSE_FIXED, geometry_row
     ellipse = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED)
     two = WaveData(ellipse, 0.3, periods=2)
     factors = ellipse.sample_factors(50, np.random.default_rng(0))

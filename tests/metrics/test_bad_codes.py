@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmark.metrics import MetricInputError, codes as codes_lib
-from benchmark.metrics.__main__ import load_codes
+from benchmark.metrics.codes import load_codes
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -34,7 +34,7 @@ def test_apply_in_batches_calls_fn_per_slice_and_concatenates():
 
 
 def test_run_representation_is_the_models_representation_in_batches():
-    from benchmark.run import batched_representation
+    from benchmark.runs.run import batched_representation
 
     class Model:
         calls = []

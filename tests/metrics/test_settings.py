@@ -154,7 +154,7 @@ def _settings(seed, classifier="threshold", discrete=False, batch_size=16):
 
 
 def test_report_refuses_a_column_of_different_settings_and_accepts_legacy(tmp_path):
-    from benchmark import report
+    from benchmark.studies import report
     root = tmp_path / "study"
     _run_result(root / "runs" / "a", 0, _settings(0))
     _run_result(root / "runs" / "b", 1, _settings(1, discrete=True, batch_size=64))

@@ -376,7 +376,7 @@ def test_the_neurons_initial_direction_is_a_setting_checked_before_any_training(
 
 
 def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
-    from benchmark.errors import UserError
+    from benchmark.core.errors import UserError
     from models.optimizers import manipulation_adam
     from perturbations.generate import (check_game_settings, generation_settings,
                                         record_game_settings)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from benchmark import train as train_lib
 from benchmark import data as data_lib
 from benchmark.data import dsprites, export, pipeline
 from benchmark.data.variants import NoisyData, reflect as reflect_np
+from benchmark.runs import train as train_lib
 from models.architectures import conv_decoder, conv_encoder
 from perturbations import artefact, manipulation
 from perturbations.noise import write_noise_artefact
@@ -216,8 +216,8 @@ def test_game_options_scale_init_penalise_the_mean_and_log_diagnostics():
 def test_the_neurons_own_optimizer_moves_its_weights_and_only_those():
     """generation.neuron_learning_rate_scale: the one neuron (m's direction in factor
     space) gets an Adam of its own at a multiple of m's rate; the rest of m keeps m's."""
-    from perturbations.generate import scaled_optimizer
     from models.optimizers import manipulation_adam
+    from perturbations.generate import scaled_optimizer
 
     assert scaled_optimizer(manipulation_adam(1e-3), 1.0) is None     # the paper's setting
     faster = scaled_optimizer(manipulation_adam(1e-3, beta_2=0.99), 30.0)
@@ -359,9 +359,9 @@ def test_the_naive_arm_moves_images_towards_the_entangled_reconstruction():
     is +1 wherever the pixel can rise (background) and 0 where it cannot (a foreground
     pixel is 1): never folded back towards the disentangled side. Swapping the sides
     gives the opposite move. matched_eps finds the strength of a target energy."""
+    from benchmark.core.errors import ConfigError
     from benchmark.data.oracle import ORACLE_FIXED_FACTORS, mean_change
     from benchmark.data.subset import FactorSubset
-    from benchmark.errors import ConfigError
     from benchmark.data.variants import AdditivePerturbation
     from perturbations.naive import NaiveData, matched_eps
 

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 from benchmark.readings import feasibility_gate as fg
 from tests.cli import python_m
 

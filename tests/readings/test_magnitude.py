@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 from benchmark.readings import magnitude
 from tests.cli import python_m
 

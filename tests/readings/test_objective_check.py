@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 from benchmark.readings import objective_check as oc
 from tests.cli import python_m
 

@@ -1,7 +1,7 @@
 """The runner processes of a study: start one, and stop them all on Ctrl-C, or when the
 study itself dies (`end_with_parent`: however it dies, kill -9 included).
 
-Kept apart from benchmark/study.py, which registers gin configurables, so that a Ray worker
+Kept apart from benchmark/studies/study.py, which registers gin configurables, so that a Ray worker
 can import `run_in_worker` by name: a function of a module run as `__main__` (`python -m
 benchmark.study`) would be pickled by value, with the module's lock, and fail.
 """

@@ -30,7 +30,7 @@ import socket
 import sys
 import time
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 
 LOCK_NAME = ".lock"
 #: the words of DirectoryLocked's message that tell another process's refusal apart

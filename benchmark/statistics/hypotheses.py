@@ -1,6 +1,6 @@
 """Pre-registered hypotheses of a study: declared in its gin file, tested by the report.
 
-A study declares them before it runs (gin, read by benchmark/study.py):
+A study declares them before it runs (gin, read by benchmark/studies/study.py):
 
     study.hypotheses = [
         {'id': 'H1', 'test': 'drop', 'model': 'beta_vae', 'dataset': 'dsprites',
@@ -13,7 +13,7 @@ A study declares them before it runs (gin, read by benchmark/study.py):
     ]
 
 study.py validates them (`normalise`) and writes them into study.json's settings before
-any run trains; the report (benchmark/report.py) tests them on the finished runs and shows
+any run trains; the report (benchmark/studies/report.py) tests them on the finished runs and shows
 them first, each with its test, α, margin and outcome, and says when study.json records
 earlier settings with other hypotheses (amended after the study started).
 
@@ -54,8 +54,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from benchmark import stats
-from benchmark.arm_label import base_of
+from benchmark.core.arm_label import base_of
+from benchmark.statistics import stats
 
 #: each test in words (no '|': the report prints them in a markdown table)
 TESTS = {

@@ -4,7 +4,7 @@ MIG falls both when a code *mixes* the factors (each latent still carries them, 
 away from the axes) and when it *loses* them. Per model and arm this module summarises
 the kept (not over-pruned) runs in four columns (`MECHANISM`):
 
-    MIG, DCI-D, DCI-I        the run's scores (benchmark/report.py columns)
+    MIG, DCI-D, DCI-I        the run's scores (benchmark/studies/report.py columns)
     misalignment             degrees, 0 aligned with the factor axes to 45 diagonal: the
                              mean over the latents that follow the two factors of the
                              battery's plane linearly (benchmark/metrics/alignment.py)
@@ -14,8 +14,8 @@ DCI-I. Each cell is a mean with its 95 % t interval (`summary`); beside it, the 
 the mean misalignment from the original arm with its Welch t interval (`turn`). Both are
 descriptive: no study registers a hypothesis on them.
 
-Used by the study report (benchmark/report.py, for a study whose battery names a plane)
-and by the audit (benchmark/audit.py).
+Used by the study report (benchmark/studies/report.py, for a study whose battery names a plane)
+and by the audit (benchmark/studies/audit.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import numpy as np
 from absl import logging
 from scipy import stats as sp_stats
 
-from benchmark import stats
 from benchmark.metrics import alignment
+from benchmark.statistics import stats
 
 #: the columns of the mechanism table (report columns; 'misalignment' from the codes)
 MECHANISM = ("MIG", "DCI-D", "DCI-I", "misalignment")

@@ -33,7 +33,7 @@ Schema version 1 (the runs published before version 2) nests the scores per metr
 losses in `final_losses` and the config only as text; `read` turns it into the version-2
 layout with the same functions that write version 2, so both give the same numbers.
 
-Both files are written to a temporary name and renamed (benchmark/atomic.py), arrays.npz
+Both files are written to a temporary name and renamed (benchmark/core/atomic.py), arrays.npz
 first, so a results.json never names arrays that are not there.
 """
 
@@ -46,8 +46,8 @@ from typing import Iterable
 
 import numpy as np
 
-from benchmark.atomic import atomic_path, write_json
-from benchmark.fingerprint import binding_statements
+from benchmark.core.atomic import atomic_path, write_json
+from benchmark.runs.fingerprint import binding_statements
 
 SCHEMA_VERSION = 2
 FILE_NAME = "results.json"
@@ -183,8 +183,8 @@ def write(run_dir, *, model: str, seed: int, dataset: dict, scores: dict,
     temporary name renamed on success; returns the results.json path. scores: the runner's
     nested {metric: {score: value}} ('health' among them). eval_seconds: the metrics' time,
     their sample's drawing and encoding included (None: not measured). machine: the CPU
-    and the run's load (benchmark.machine.run_record; None: not recorded). timings: where
-    the run's time went outside the steps, {name: seconds} (benchmark/run.py; None: not
+    and the run's load (benchmark.core.machine.run_record; None: not recorded). timings: where
+    the run's time went outside the steps, {name: seconds} (benchmark/runs/run.py; None: not
     recorded)."""
     run_dir = pathlib.Path(run_dir)
     scalars, arrays, errors, other = flatten_scores(scores, final_losses)
@@ -437,6 +437,6 @@ def _pandas():
     try:
         import pandas
     except ImportError:                              # pragma: no cover (a declared dep)
-        raise ImportError("benchmark.results.load needs pandas (pip install pandas; it is "
+        raise ImportError("benchmark.runs.results.load needs pandas (pip install pandas; it is "
                           "in the suite's install_requires)") from None
     return pandas

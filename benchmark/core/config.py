@@ -13,10 +13,10 @@ import gin
 from absl import flags
 from gin import config_parser
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 
 #: gin files named relative to this folder are found from any working directory
-GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parent.parent / "gin_configs"
+GIN_SEARCH_PATH = pathlib.Path(__file__).resolve().parents[2] / "gin_configs"
 
 
 class _GinLookupFilter(logging.Filter):

@@ -38,7 +38,7 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
-from benchmark.errors import UserError
+from benchmark.core.errors import UserError
 
 
 #: TensorFlow's words for the storage failures a user fixes, and the errno they stand for

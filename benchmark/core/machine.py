@@ -130,7 +130,7 @@ def header() -> str:
             f"threads: {threads}")
 
 
-#: when the current run started in a process that runs several (benchmark/worker.py)
+#: when the current run started in a process that runs several (benchmark/runs/worker.py)
 _RUN_STARTED: list[float] = []
 
 

@@ -69,15 +69,17 @@ def user_message(error: BaseException) -> str:
 
 
 def cli_main(main):
-    """Wraps a command's `main(argv)`: a UserError prints `error: <message>` on stderr and
-    exits 2; every other exception propagates (traceback). Use as a decorator."""
+    """Wraps a command's `main(argv, **kwargs)`: a UserError prints `error: <message>` on
+    stderr and exits 2; every other exception propagates (traceback). Use as a decorator.
+    The keyword arguments are what an entry module passes in (`benchmark/run.py` passes
+    the artefact loader: `functools.partial(main, artefact_loader=...)`)."""
 
     @functools.wraps(main)
-    def wrapper(argv):
+    def wrapper(argv, **kwargs):
         from absl import app
 
         try:
-            return main(argv)
+            return main(argv, **kwargs)
         except UserError as error:
             message = user_message(error)
         except app.UsageError as error:           # absl would print the whole usage, exit 1

@@ -1,6 +1,6 @@
 """A battery: the arms of an audit's reference study and what each means.
 
-A reference study (benchmark/study.py) names its battery in `study.battery`:
+A reference study (benchmark/studies/study.py) names its battery in `study.battery`:
 
     {'manipulated': 'wave@0.3',                          the arm whose effect is audited
      'controls': ['noisy@0.3675', 'wave_texture@0.3'],   same energy, no factor dependence
@@ -9,7 +9,7 @@ A reference study (benchmark/study.py) names its battery in `study.battery`:
 
 A study written before batteries (results/zietlow2021_cpu) has paper 002's arms:
 'modified' against 'noisy' (`LEGACY`). This module reads a study's runs as the audit sees
-them: MIG per arm (`arm_scores`), the runs per arm that benchmark/mechanism.py summarises
+them: MIG per arm (`arm_scores`), the runs per arm that benchmark/studies/mechanism.py summarises
 (MIG, DCI-D, DCI-I and the alignment angle) and the dose-response over the sweep's strengths
 (`dose_response`, `turning_strength`, `dose_figure`).
 """
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import pathlib
 
-from benchmark import mechanism, report, stats, study
-from benchmark.arm_label import ArmLabel, base_of
+from benchmark.core.arm_label import ArmLabel, base_of
+from benchmark.statistics import stats
+from benchmark.studies import mechanism, report, study
 
 #: paper 002's arms, for reference studies written before `study.battery`
 LEGACY = {"manipulated": "modified", "controls": ["noisy"]}

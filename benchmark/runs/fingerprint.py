@@ -40,9 +40,9 @@ import pathlib
 
 from gin import config_parser
 
-from benchmark.atomic import write_json
-from benchmark.errors import UserError
-from benchmark.machine import DEFAULT_THREADS
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import UserError
+from benchmark.core.machine import DEFAULT_THREADS
 
 FILE_NAME = "fingerprint.json"
 IGNORED = frozenset({"run.log_every", "run.checkpoint_every", "run.eval_every",

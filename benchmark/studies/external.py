@@ -6,7 +6,7 @@
         seed (below) ...
     python -m benchmark.audit score --export=DIR --name=NAME [--output_dir=...]
 
-`export` writes, for every arm of the reference battery (benchmark/battery.py), every image
+`export` writes, for every arm of the reference battery (benchmark/studies/battery.py), every image
 of the arm in the dataset's official format (`benchmark.data export`: the dSprites npz,
 images as grey levels k/255 in float16 where the arm is not binary, 0/1 uint8 where it
 is; the Shapes3D h5, uint8) under DIR/<arm>/, and DIR/manifest.json: the reference, the battery, the arms
@@ -17,11 +17,11 @@ d): row i is the code of image i (the mean of an encoder's posterior, say). File
 data: read with allow_pickle=False.
 
 `score` checks every codes file (present, the arm's number of rows, finite floats), then
-scores each as the suite scores its own runs (`benchmark.run.evaluate_representation`: the
+scores each as the suite scores its own runs (`benchmark.runs.run.evaluate_representation`: the
 reference's metric settings, the run seed's shared evaluation sample drawn from the arm's
 images, each image's code looked up from the file by the image's exported pixels), writes
 a run directory per arm and seed (results.json, eval_codes.npz) under --output_dir/runs/,
-and decides the verdict with the audit's own statistics (`benchmark.audit.write_audit`).
+and decides the verdict with the audit's own statistics (`benchmark.studies.audit.write_audit`).
 Health measures that need the model (active dims, over-pruning) are unknown for codes from
 elsewhere, so no such run counts as over-pruned.
 
@@ -38,12 +38,13 @@ import pathlib
 import gin
 import numpy as np
 
-from benchmark import battery as battery_lib
-from benchmark import config, study
-from benchmark.atomic import write_json
-from benchmark.errors import ConfigError
-from benchmark.lock import directory_lock
+from benchmark.core import config
+from benchmark.core.atomic import write_json
+from benchmark.core.errors import ConfigError
+from benchmark.core.lock import directory_lock
 from benchmark.metrics import codes as codes_lib
+from benchmark.studies import battery as battery_lib
+from benchmark.studies import study
 
 #: the most images an exported arm may have (its whole grid is written)
 MAX_IMAGES = 65536
@@ -54,7 +55,7 @@ PLACEHOLDER_GIN = "models/ae.gin"
 
 def arm_specs(settings: dict) -> list:
     """[(arm label, variant, [run spec of each seed])] of an audit's settings
-    (benchmark.audit.audit_settings, with a placeholder method)."""
+    (benchmark.studies.audit.audit_settings, with a placeholder method)."""
     dataset = settings["datasets"][0]
     return [(battery_lib.label(variant, dataset), variant,
              study.expand({**settings, "variants": [variant]}))
@@ -63,8 +64,8 @@ def arm_specs(settings: dict) -> list:
 
 def _load(spec) -> tuple:
     """(data, run settings) of one run spec, as the runner builds them."""
-    from benchmark import run
     from benchmark.data import load_data
+    from benchmark.runs import run
     from perturbations.artefact import load_variant
     gin.clear_config()
     config.parse_config(list(spec.gin_files), list(spec.bindings))
@@ -103,7 +104,7 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
            ) -> pathlib.Path:
     """Writes every arm's images and the manifest into `out`; returns the manifest path.
     reference, settings: the reference study's settings and the audit's, with the
-    PLACEHOLDER_GIN method (benchmark.audit builds them)."""
+    PLACEHOLDER_GIN method (benchmark.studies.audit builds them)."""
     from benchmark.data.export import export_official
     from benchmark.data.files import file_sha256
     arms = arm_specs(settings)
@@ -261,9 +262,9 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
     """Checks and scores every codes file of an export, then writes the audit (module
     docstring); returns audit.md. settings_of(reference_dir, seeds, strengths) -> (the
     reference's settings, the audit's with the PLACEHOLDER_GIN method); decide(name, seeds,
-    reference, reference_dir, settings, output_dir) -> audit.md: benchmark.audit's."""
-    from benchmark import results as results_lib
-    from benchmark.run import evaluate_representation
+    reference, reference_dir, settings, output_dir) -> audit.md: benchmark.studies.audit's."""
+    from benchmark.runs import results as results_lib
+    from benchmark.runs.run import evaluate_representation
     export_dir = pathlib.Path(export_dir)
     manifest = read_manifest(export_dir)
     seeds = manifest["seeds"]

@@ -1,0 +1,293 @@
+"""The battery's strength, chosen by a registered rule from a dose-response pilot.
+
+An audit calls a drop "depends on the local geometry" when the reference model's code
+*turns* there: it stays a linear image of the factors' plane, rotated towards the
+diagonal, with its information kept. A drop where the code stops following the factors
+linearly, or loses information, is another effect. The pilot (a study of one model over
+the original and the sweep's strengths, e.g. studies/battery_pilot_3k_cpu.gin) measures,
+per run, from its evaluation codes in the plane's two factor columns
+(benchmark/metrics/alignment.py):
+
+    misalignment   mean angle to the nearest factor axis of the latents whose linear fit
+                   on the plane has R^2 >= MIN_R2 (0 aligned, 45 diagonal; None if none)
+    linear_r2      the second-largest latent R^2 (for 2 latents: the smaller one): whether
+                   two latents follow the plane linearly, so that the angle means something
+    factor_r2      mean over the plane's factors of the R^2 of a linear fit of the factor
+                   on the whole code (rotation-invariant information; descriptive)
+
+and MIG and DCI-I from results.json. The rule (`choose`), per strength s > 0:
+
+    (a) linear:  mean linear_r2 >= MIN_R2
+    (b) turned:  mean misalignment >= TURNED_DEG, and above the original's by a one-sided
+                 Welch test at alpha
+    (c) kept:    DCI-I drop (mean original - mean s) <= DCI_I_MARGIN
+
+and the battery's strength is the smallest s meeting all three (None when none does: the
+design changes, the rule does not). `python -m benchmark.strength_choice STUDY_DIR`
+prints the table and writes STUDY_DIR/strength_choice.json.
+
+`--turn=geometry` reads (b) against the local geometry's own turn (the rule registered in
+gin_configs/studies/battery_pilot_relative_cpu.gin, after six designs met no absolute
+angle): (b') the mean misalignment exceeds the original's (one-sided Welch at alpha) and
+reaches GEOMETRY_SHARE of the angle by which the principal axis of the images' local
+geometry at s lies off the nearest factor axis (perturbations/geometry.py, computed from
+the wave on the ellipse: a code cannot be asked to turn further than the images do). The
+share of runs whose own misalignment reaches that angle is reported beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+
+from benchmark.core.arm_label import base_of
+from benchmark.core.errors import UserError, cli_main
+from benchmark.metrics import alignment
+from benchmark.metrics import codes as codes_lib
+from benchmark.statistics import stats
+from benchmark.studies import report
+from benchmark.studies.battery import TURNED_DEG, sweep_of
+
+#: the largest DCI-I drop at which a code still counts as keeping its information
+#: (registered in studies/battery_pilot_3k_cpu.gin)
+DCI_I_MARGIN = 0.05
+ALPHA = 0.05
+FILE_NAME = "strength_choice.json"
+#: --turn=geometry: the share of the local geometry's turn a code's mean must reach
+#: (registered in studies/battery_pilot_relative_cpu.gin)
+GEOMETRY_SHARE = 0.5
+#: the turn rules `choose` knows
+TURN_RULES = ("absolute", "geometry")
+#: the data a geometry turn is computed for: the ellipse with the wave's defaults
+ELLIPSE_BINDING = "data.fixed_factors={'shape':1,'scale':5,'orientation':0}"
+
+
+def code_measures(factors, codes, columns=(0, 1)) -> dict:
+    """{'misalignment' (degrees or None), 'linear_r2', 'factor_r2'} of codes (n, d) against
+    the factor columns `columns` of factors (n, k) (module docstring)."""
+    fit = alignment.linear_angles(factors, codes, columns)
+    r2 = sorted(fit["r2"])
+    kept = [m for m, q in zip(fit["misalignment_deg"], fit["r2"]) if q >= alignment.MIN_R2]
+    codes = np.asarray(codes, np.float64)
+    design = np.column_stack([codes - codes.mean(axis=0), np.ones(len(codes))])
+    explained = []
+    for column in columns:
+        target = np.asarray(factors, np.float64)[:, column]
+        target = target - target.mean()
+        coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+        total = float((target ** 2).sum())
+        explained.append(1.0 - float(((target - design @ coefficients) ** 2).sum()) / total
+                         if total > 0 else 0.0)
+    return {"misalignment": float(np.mean(kept)) if kept else None,
+            "linear_r2": r2[-2] if len(r2) >= 2 else (r2[0] if r2 else 0.0),
+            "factor_r2": float(np.mean(explained))}
+
+
+def _wave_only(bindings) -> list[str]:
+    return [b for b in bindings if not b.replace(" ", "").startswith("data.wave_")]
+
+
+def check_original_study(settings: dict, original: dict, original_dir) -> None:
+    """UserError unless the study at original_dir trained the same models on the same data
+    with the same bindings as `settings`, but for the wave arms' own (`data.wave_*`, which
+    the original arm refuses: benchmark/data/__init__.py)."""
+    for key in ("models", "datasets", "source"):
+        if settings.get(key) != original.get(key):
+            raise UserError(f"--original_from={original_dir}: its study has {key} "
+                            f"{original.get(key)!r}, this pilot {settings.get(key)!r}")
+    mine, theirs = _wave_only(settings.get("bindings", [])), original.get("bindings", [])
+    if sorted(mine) != sorted(theirs):
+        raise UserError(f"--original_from={original_dir}: its bindings differ from this "
+                        f"pilot's (but for data.wave_*): {sorted(set(mine) ^ set(theirs))}")
+
+
+def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
+    """{strength: [per-run {'run', 'MIG', 'DCI-I', 'misalignment', 'linear_r2',
+    'factor_r2'}]} of `model`'s kept runs in a pilot study (0.0 = original, then each
+    strength of the study's sweep: its battery's 'sweep', else the one base variant of
+    its non-original variants). Codes from each run's eval_codes.npz. original_dir: a
+    study whose original arm is this pilot's (the same settings but for the wave arms' own,
+    `check_original_study`), for a pilot that trains the wave arms alone."""
+    study_dir = pathlib.Path(study_dir)
+    settings = report.read_study(study_dir).get("settings", {})
+    if original_dir is not None:
+        check_original_study(settings, report.read_study(original_dir).get("settings", {}),
+                             original_dir)
+    variants = settings.get("variants", [])
+    bases = {base_of(v) for v in variants if v != "original"}
+    battery = settings.get("battery") or ({"sweep": bases.pop()} if len(bases) == 1 else {})
+    if not battery.get("sweep"):
+        raise UserError(f"{study_dir}: expected a pilot study whose variants are the original "
+                        f"and one sweep (e.g. wave@0.1, wave@0.2), found {variants}")
+    dataset = settings.get("datasets", ["dsprites"])[0]
+    labels = [(0.0, "original"), *sweep_of(battery, dataset, variants)]
+    found = report.load_runs(study_dir)
+    if original_dir is not None:
+        found = [r for r in found if r["variant"] != "original"] + [
+            r for r in report.load_runs(original_dir) if r["variant"] == "original"]
+    records = [r for r in found
+               if r["model"] == model and not r["overpruned"] and r["setting"] == ""]
+    out = {}
+    for strength, label in labels:
+        rows = []
+        for record in (r for r in records if r["variant"] == label):
+            path = pathlib.Path(record["run_dir"]) / "eval_codes.npz"
+            if not path.is_file():
+                raise UserError(f"{path}: expected the run's evaluation codes (the pilot's "
+                                "measures are read from them), found none")
+            arrays = codes_lib.read_npz(path, ("factors", "codes"))
+            rows.append({"run": path.parent.name, "MIG": record["values"].get("MIG"),
+                         "DCI-I": record["values"].get("DCI-I"),
+                         **code_measures(arrays["factors"], arrays["codes"], plane)})
+        out[strength] = rows
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def geometry_turns(settings: dict, strengths) -> dict:
+    """{strength: degrees by which the principal axis of the images' local geometry under
+    the wave at that strength lies off the nearest factor axis} for a pilot on the ellipse
+    with the wave's default periods and direction (perturbations.geometry.wave_rows);
+    UserError for a pilot on other data, whose geometry this does not compute."""
+    from perturbations.geometry import wave_rows
+
+    bindings = [b.replace(" ", "") for b in settings.get("bindings", [])]
+    if ELLIPSE_BINDING not in bindings or any(b.startswith("data.wave_") for b in bindings):
+        raise UserError("--turn=geometry computes the local geometry of the wave on the "
+                        "ellipse (data.fixed_factors = {'shape': 1, 'scale': 5, "
+                        "'orientation': 0}, the wave's default periods and direction); this "
+                        f"pilot's bindings are {settings.get('bindings', [])}")
+    rows = wave_rows([s for s in strengths if s > 0])
+    return {float(r["variant"].partition("@")[2]): r["misalignment_deg"]
+            for r in rows if r["variant"].startswith("wave@")}
+
+
+def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
+           geometry: dict | None = None) -> dict:
+    """The registered rule (module docstring) on `pilot_runs`' output: {'strengths': [one
+    row per strength: 'strength', 'n', the means of every measure, 'misalignment_p' (one-
+    sided Welch, None below 2 values a side), 'dci_i_drop', 'linear', 'turned', 'kept',
+    'meets'], 'chosen': the smallest strength meeting (a)-(c) or None, 'rule': its text}.
+    geometry: {strength: the local geometry's turn in degrees} (`geometry_turns`): criterion
+    (b) reads the turn against it (--turn=geometry), and each row also has
+    'geometry_turn' and 'followed_share' (runs whose misalignment reaches GEOMETRY_SHARE
+    of it)."""
+    if 0.0 not in runs or not runs[0.0]:
+        raise UserError("the pilot has no original runs to compare the strengths with")
+    base = runs[0.0]
+    base_angles = [r["misalignment"] for r in base if r["misalignment"] is not None]
+    base_dci = _mean(r["DCI-I"] for r in base)
+    rows = []
+    for strength in sorted(runs):
+        found = runs[strength]
+        angles = [r["misalignment"] for r in found if r["misalignment"] is not None]
+        row = {"strength": strength, "n": len(found),
+               "n_with_angle": len(angles),
+               **{key: _mean(r[key] for r in found)
+                  for key in ("MIG", "DCI-I", "misalignment", "linear_r2", "factor_r2")}}
+        if strength > 0:
+            test = (stats.welch(angles, base_angles, "greater")
+                    if len(angles) >= 2 and len(base_angles) >= 2 else None)
+            row["misalignment_p"] = None if test is None else test["p"]
+            row["dci_i_drop"] = (None if base_dci is None or row["DCI-I"] is None
+                                 else base_dci - row["DCI-I"])
+            row["linear"] = row["linear_r2"] is not None and row["linear_r2"] >= alignment.MIN_R2
+            if geometry is None:
+                needed = TURNED_DEG
+            else:
+                if strength not in geometry:
+                    raise UserError(f"no local geometry computed for strength {strength:g}")
+                row["geometry_turn"] = geometry[strength]
+                needed = GEOMETRY_SHARE * geometry[strength]
+                row["followed_share"] = (sum(a >= needed for a in angles) / len(angles)
+                                         if angles else None)
+            row["turned"] = (row["misalignment"] is not None
+                             and row["misalignment"] >= needed
+                             and row["misalignment_p"] is not None
+                             and row["misalignment_p"] < alpha)
+            row["kept"] = row["dci_i_drop"] is not None and row["dci_i_drop"] <= margin
+            row["meets"] = row["linear"] and row["turned"] and row["kept"]
+        rows.append(row)
+    chosen = next((r["strength"] for r in rows if r.get("meets")), None)
+    turn = (f"(b) mean misalignment >= {TURNED_DEG:g} deg" if geometry is None else
+            f"(b') mean misalignment >= {GEOMETRY_SHARE:g} x the local geometry's turn")
+    rule = (f"(a) mean linear R^2 >= {alignment.MIN_R2:g}; {turn} and above the "
+            f"original's, one-sided Welch p < {alpha:g}; (c) DCI-I drop <= {margin:g}; "
+            "the smallest strength meeting all three")
+    return {"strengths": rows, "chosen": chosen, "rule": rule, "alpha": alpha,
+            "dci_i_margin": margin, "turn": "absolute" if geometry is None else "geometry",
+            **({} if geometry is None else {"geometry_share": GEOMETRY_SHARE})}
+
+
+def _cell(value, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
+
+
+def table_lines(choice: dict) -> list[str]:
+    """The choice as a markdown table and one line naming the chosen strength (with the
+    local geometry's turn and the share of runs that followed half of it, under
+    --turn=geometry)."""
+    geometric = choice.get("turn") == "geometry"
+    extra = " geometry turn (deg) | runs following |" if geometric else ""
+    lines = ["| strength | runs | MIG | DCI-I | DCI-I drop | misalignment (deg) | p (> original) "
+             f"|{extra} linear R^2 | factor R^2 | (a) linear | (b) turned | (c) kept |",
+             "|---" * (12 + 2 * geometric) + "|"]
+    for r in choice["strengths"]:
+        cells = (f" {_cell(r.get('geometry_turn'), 1)} | {_cell(r.get('followed_share'), 2)} |"
+                 if geometric else "")
+        lines.append(
+            f"| {r['strength']:g} | {r['n']} | {_cell(r['MIG'])} | {_cell(r['DCI-I'])} | "
+            f"{_cell(r.get('dci_i_drop'))} | {_cell(r['misalignment'], 1)} "
+            f"({r['n_with_angle']}/{r['n']}) | {_cell(r.get('misalignment_p'))} |{cells} "
+            f"{_cell(r['linear_r2'])} | {_cell(r['factor_r2'])} | {_cell(r.get('linear'))} | "
+            f"{_cell(r.get('turned'))} | {_cell(r.get('kept'))} |")
+    lines.append("")
+    lines.append(f"Rule: {choice['rule']}.")
+    lines.append("Chosen strength: " + ("none: no strength meets the rule"
+                                        if choice["chosen"] is None
+                                        else f"{choice['chosen']:g}"))
+    return lines
+
+
+def define_flags() -> None:
+    from absl import flags
+    flags.DEFINE_string("model", "beta_vae", "The pilot's model.")
+    flags.DEFINE_list("plane", ["0", "1"], "The two factor columns of the plane.")
+    flags.DEFINE_enum("turn", "absolute", list(TURN_RULES),
+                      "How criterion (b) reads a turn: 'absolute' (mean misalignment >= "
+                      "22.5 deg) or 'geometry' (>= half the local geometry's own turn, "
+                      "computed for the wave on the ellipse).")
+    flags.DEFINE_string("original_from", None, "A study whose original arm is this pilot's "
+                        "(same settings but for data.wave_*), for a pilot that trains the "
+                        "wave arms alone.")
+
+
+@cli_main
+def main(argv) -> None:
+    from absl import app, flags
+
+    from benchmark.core.atomic import write_json
+
+    if len(argv) != 2:
+        raise app.UsageError("usage: python -m benchmark.strength_choice STUDY_DIR")
+    plane = [int(c) for c in flags.FLAGS.plane]
+    original = flags.FLAGS.original_from
+    runs = pilot_runs(argv[1], flags.FLAGS.model, plane, original)
+    geometry = (geometry_turns(report.read_study(argv[1]).get("settings", {}), list(runs))
+                if flags.FLAGS.turn == "geometry" else None)
+    choice = choose(runs, geometry=geometry)
+    choice.update(model=flags.FLAGS.model, plane=plane, original_from=original)
+    print("\n".join(table_lines(choice)))
+    path = write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(choice)))
+    print(path)
+
