@@ -28,7 +28,7 @@ import pathlib
 import numpy as np
 
 from benchmark.core.atomic import atomic_path, write_json
-from benchmark.core.errors import UserError
+from benchmark.readings import ReadingError
 
 SEEDS = (0, 1)
 EVERY, LAST_STEP = 5000, 30000
@@ -43,7 +43,7 @@ USAGE = ("usage: python -m benchmark.readings feasibility_gate STUDY_DIR "
          "(e.g. results/feasibility_dsprites_cpu)")
 
 
-class GateError(UserError, ValueError):
+class GateError(ReadingError):
     """The study directory or a run's curves.json is not what the gate reads."""
 
 

@@ -21,11 +21,10 @@ changes the images by 1e-6); the raw share of m is reported beside it.
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 from benchmark.core.atomic import atomic_path, write_json
-from benchmark.core.errors import UserError
+from benchmark.readings import ReadingError, read_json_object
 
 #: (name, artefact directory relative to the repository root, what the game is)
 GAMES = (("diagonal", "results/perturbations/dsprites_ellipse3_diagonal",
@@ -43,7 +42,7 @@ TRAJECTORY_TERMS = ("m_mean_share", "scalar_weight_0", "scalar_weight_1", "scala
 OUTPUTS = ("games.json", "games.md", "games.png")
 
 
-class GamesError(UserError, ValueError):
+class GamesError(ReadingError):
     """A game artefact or games.json this reading cannot read (missing, not JSON, or
     without a recorded number it reports)."""
 
@@ -51,16 +50,7 @@ class GamesError(UserError, ValueError):
 def read_json(path: pathlib.Path) -> dict:
     """The JSON object stored at `path`; GamesError naming the file when it is missing,
     is not JSON or is not an object."""
-    try:
-        found = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise GamesError(f"expected {path}, found no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise GamesError(f"expected JSON in {path}, found an unreadable file ({error})"
-                         ) from None
-    if not isinstance(found, dict):
-        raise GamesError(f"expected a JSON object in {path}, found {type(found).__name__}")
-    return found
+    return read_json_object(path, "a game's JSON record", GamesError)
 
 
 def log_dir(root: pathlib.Path, artefact: str) -> pathlib.Path | None:

@@ -31,7 +31,7 @@ import pathlib
 from scipy import stats as scipy_stats
 
 from benchmark.core.atomic import write_json
-from benchmark.core.errors import UserError
+from benchmark.readings import ReadingError
 from benchmark.statistics import stats
 
 ALPHA, MARGIN = 0.05, 1.0
@@ -46,7 +46,7 @@ USAGE = ("usage: python -m benchmark.readings magnitude STUDY_DIR "
          "(e.g. results/shapes3d_magnitude_cpu)")
 
 
-class MagnitudeError(UserError, ValueError):
+class MagnitudeError(ReadingError):
     """The study's runs are missing, incomplete, or their results.json malformed."""
 
 

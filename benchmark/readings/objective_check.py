@@ -35,13 +35,12 @@ over seeds), each atomically. Nothing here is a new test: P1 and P2 with Holm ar
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 import numpy as np
 
 from benchmark.core.atomic import atomic_path, write_json
-from benchmark.core.errors import UserError
+from benchmark.readings import ReadingError, read_json_object
 from benchmark.statistics import stats
 
 POSITIVE, CONTROL, BASE = "naive@1", "noisy@matched", "original"
@@ -52,21 +51,13 @@ USAGE = ("usage: python -m benchmark.readings objective_check READAPTATION_JSON 
          "(e.g. results/objective_check_ellipse/readaptation_seeds.json)")
 
 
-class ObjectiveCheckError(UserError, ValueError):
+class ObjectiveCheckError(ReadingError):
     """The readaptation result is missing or not what `perturbations.readapt` writes."""
 
 
 def read_json(path: pathlib.Path) -> dict:
     """The JSON object stored at `path`; ObjectiveCheckError if it is not one."""
-    try:
-        stored = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ObjectiveCheckError(f"{path}: expected a readaptation result (JSON), found "
-                                  f"{type(error).__name__}: {error}") from error
-    if not isinstance(stored, dict):
-        raise ObjectiveCheckError(f"{path}: expected a JSON object, found "
-                                  f"{type(stored).__name__}")
-    return stored
+    return read_json_object(path, "a readaptation result", ObjectiveCheckError)
 
 
 def run_problem(seed, run) -> str | None:

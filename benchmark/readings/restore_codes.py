@@ -36,7 +36,7 @@ import zipfile
 import numpy as np
 
 from benchmark.core.atomic import atomic_path
-from benchmark.core.errors import UserError
+from benchmark.readings import ReadingError
 
 #: the evaluation codes a run writes (benchmark.run) and a study does not publish
 CODES = "eval_codes.npz"
@@ -44,7 +44,7 @@ CODES = "eval_codes.npz"
 RESTORED = ("codes copied", "codes already there")
 
 
-class RestoreError(UserError, ValueError):
+class RestoreError(ReadingError):
     """The arguments are not two study directories, or some runs were not restored."""
 
 

@@ -152,5 +152,5 @@ def test_the_command_refuses_malformed_evidence_in_one_line(tmp_path):
     shown = python_m("benchmark.readings", "games", "study", cwd=tmp_path, timeout=300)
     assert shown.returncode == 2
     lines = shown.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: expected JSON in "), shown.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "(JSON), found JSONDecodeError" in lines[0], shown.stderr
     assert "evidence.json" in lines[0] and not list((tmp_path / "study").iterdir())
