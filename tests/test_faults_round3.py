@@ -287,8 +287,17 @@ def test_r9_overwrite_removes_only_the_event_files_the_run_listed(tmp_path):
 
 # R8 -----------------------------------------------------------------------------------
 
-def _processes_writing(directory) -> list[int]:
-    """pids of live processes whose command line names `directory`."""
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _processes_writing(directory, parent: int | None = None) -> list[int]:
+    """pids of live processes whose command line names `directory` (children of `parent`
+    only, when given: another job's processes on the machine are not this test's)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -300,7 +309,8 @@ def _processes_writing(directory) -> list[int]:
                 zombie = handle.read().rsplit(")", 1)[1].split()[0] == "Z"
         except OSError:
             continue
-        if str(directory) in args and not zombie:
+        if str(directory) in args and not zombie and (
+                parent is None or _parent(int(entry)) == parent):
             found.append(int(entry))
     return found
 
@@ -453,7 +463,7 @@ def test_r3_a_worker_killed_by_a_signal_leaves_its_runs_unfinished_not_failed(tm
     deadline = time.time() + 300
     while time.time() < deadline and not (first / "checkpoints" / "checkpoint").exists():
         time.sleep(0.2)
-    workers = [pid for pid in _processes_writing("benchmark.worker")]
+    workers = _processes_writing("benchmark.worker", parent=study.pid)
     assert len(workers) == 1, workers
     os.kill(workers[0], signal.SIGKILL)
     stdout, stderr = study.communicate(timeout=300)
