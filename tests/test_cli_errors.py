@@ -117,10 +117,10 @@ def test_user_facing_exceptions_are_user_errors():
     from benchmark.data import files
     from benchmark.metrics import codes, settings
     from benchmark.runs import fingerprint, run
-    from benchmark.studies import report
+    from benchmark.studies import report_data
     from models import interface
     from perturbations import artefact, references
-    for cls in (run.RunError, report.ReportError, fingerprint.ConfigMismatch,
+    for cls in (run.RunError, report_data.ReportError, fingerprint.ConfigMismatch,
                 lock.DirectoryLocked, codes.MetricInputError, settings.SettingsMismatch,
                 files.DataFileError, artefact.ArtefactError, references.ReferenceError,
                 interface.ModelInterfaceError):

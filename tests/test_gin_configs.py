@@ -78,7 +78,7 @@ def test_every_gin_config_parses_and_builds(path):
             config.parse_config([path], [])
             settings = generate.generation_settings()
             assert all((ROOT / "gin_configs" / f).exists()
-                       for f in settings["reference_gin_files"])
+                       for f in settings.reference_gin_files)
             assert configured_optimizer("manipulation_adam").learning_rate is not None
             return
         config.parse_config([str(ROOT / path) if path.startswith("examples/") else path],

@@ -1,5 +1,6 @@
-"""The suite's statistics, in one place: the report (benchmark/studies/report.py) and the audit
-(benchmark/studies/audit.py) both use these, so a table and a verdict never disagree on a number.
+"""The suite's statistics, in one place: the report (benchmark/studies/report.py) and the
+audit's verdict (benchmark/studies/verdict.py) both use these, so a table and a verdict never
+disagree on a number.
 
 Every test compares independent groups of runs (one score per run; different seeds,
 different datasets or models), a few to a few tens of values each, assumed roughly

@@ -20,7 +20,7 @@ import pathlib
 
 from benchmark.core.arm_label import ArmLabel, base_of
 from benchmark.statistics import stats
-from benchmark.studies import mechanism, report, study
+from benchmark.studies import mechanism, report_data, report_figures, study
 
 #: paper 002's arms, for reference studies written before `study.battery`
 LEGACY = {"manipulated": "modified", "controls": ["noisy"]}
@@ -49,11 +49,11 @@ def battery_of(settings: dict) -> dict:
 
 
 def label(variant: str, dataset: str) -> str:
-    """The report's label of a study variant (report.variant_label): the base name at its
+    """The report's label of a study variant (report_data.variant_label): the base name at its
     default strength ('modified@0.1' on dSprites -> 'modified'), else base@eps ('wave@0.30'
     -> 'wave@0.3'). A variant without '@eps' is its base name (`arm_runs` finds its runs
     when they recorded another strength, an artefact's own)."""
-    return report.variant_label(variant, dataset)
+    return report_data.variant_label(variant, dataset)
 
 
 def arms_of(battery: dict, dataset: str) -> list[str]:
@@ -70,16 +70,16 @@ def sweep_of(battery: dict, dataset: str, variants) -> list[tuple[float, str]]:
     for v in variants:
         arm = ArmLabel.parse(v)
         if sweep is not None and arm.base == sweep:
-            out.add((arm.eps if arm.strength else report.default_eps(arm.base, dataset),
+            out.add((arm.eps if arm.strength else report_data.default_eps(arm.base, dataset),
                      label(v, dataset)))
     return sorted(out)
 
 
 def arm_runs(records: list[dict], model: str, dataset: str, labels) -> dict:
     """{label: {'kept': [records], 'overpruned': [records]}} of `model` on `dataset`
-    (report.load_runs records; runs without a line-search setting)."""
-    kept, _ = report.group(records)
-    pruned, _ = report.group([{**r, "overpruned": False} for r in records if r["overpruned"]])
+    (report_data.load_runs records; runs without a line-search setting)."""
+    kept, _ = report_data.group(records)
+    pruned, _ = report_data.group([{**r, "overpruned": False} for r in records if r["overpruned"]])
     out = {}
     for v in labels:
         found = v
@@ -178,5 +178,5 @@ def dose_figure(rows: list[dict], path: pathlib.Path, energies: dict | None = No
             ax.set_xlabel("strength eps (0 = original)")
     mig_ax.legend(fontsize=8)
     fig.tight_layout()
-    report._save(fig, path)
+    report_figures.save(fig, path)
     return path

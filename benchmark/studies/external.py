@@ -21,7 +21,8 @@ scores each as the suite scores its own runs (`benchmark.runs.run.evaluate_repre
 reference's metric settings, the run seed's shared evaluation sample drawn from the arm's
 images, each image's code looked up from the file by the image's exported pixels), writes
 a run directory per arm and seed (results.json, eval_codes.npz) under --output_dir/runs/,
-and decides the verdict with the audit's own statistics (`benchmark.studies.audit.write_audit`).
+and decides the verdict with the audit's own statistics
+(`benchmark.studies.audit_report.write_audit`).
 Health measures that need the model (active dims, over-pruning) are unknown for codes from
 elsewhere, so no such run counts as over-pruned.
 
@@ -31,6 +32,7 @@ MAX_IMAGES images an arm; the geometry battery's ellipse has 1,024).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import pathlib
@@ -53,13 +55,13 @@ MANIFEST = "manifest.json"
 PLACEHOLDER_GIN = "models/ae.gin"
 
 
-def arm_specs(settings: dict) -> list:
+def arm_specs(settings: study.StudySettings) -> list:
     """[(arm label, variant, [run spec of each seed])] of an audit's settings
     (benchmark.studies.audit.audit_settings, with a placeholder method)."""
-    dataset = settings["datasets"][0]
+    dataset = settings.datasets[0]
     return [(battery_lib.label(variant, dataset), variant,
-             study.expand({**settings, "variants": [variant]}))
-            for variant in settings["variants"]]
+             study.expand(dataclasses.replace(settings, variants=(variant,))))
+            for variant in settings.variants]
 
 
 def _load(spec) -> tuple:
@@ -100,7 +102,7 @@ def _arm_digest(data) -> str:
     return total.hexdigest()
 
 
-def export(reference_dir, reference: dict, settings: dict, out, strengths=None
+def export(reference_dir, reference: dict, settings: study.StudySettings, out, strengths=None
            ) -> pathlib.Path:
     """Writes every arm's images and the manifest into `out`; returns the manifest path.
     reference, settings: the reference study's settings and the audit's, with the
@@ -108,7 +110,7 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
     from benchmark.data.export import export_official
     from benchmark.data.files import file_sha256
     arms = arm_specs(settings)
-    seeds = settings["seeds"]
+    seeds = settings.seeds
     out = pathlib.Path(out)
     manifest_arms = {}
     for label, variant, specs in arms:
@@ -128,7 +130,7 @@ def export(reference_dir, reference: dict, settings: dict, out, strengths=None
                                 "codes": [f"codes/{label}/seed{s}.npz" for s in seeds]}
     return write_json(out / MANIFEST, {
         "reference": str(pathlib.Path(reference_dir).resolve()),
-        "reference_name": reference.get("name"), "battery": settings["battery"],
+        "reference_name": reference.get("name"), "battery": settings.battery,
         "seeds": [int(s) for s in seeds],
         "strengths": None if strengths is None else [float(s) for s in strengths],
         "arms": manifest_arms,
@@ -262,7 +264,8 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
     """Checks and scores every codes file of an export, then writes the audit (module
     docstring); returns audit.md. settings_of(reference_dir, seeds, strengths) -> (the
     reference's settings, the audit's with the PLACEHOLDER_GIN method); decide(name, seeds,
-    reference, reference_dir, settings, output_dir) -> audit.md: benchmark.studies.audit's."""
+    reference, reference_dir, settings, output_dir) -> audit.md:
+    benchmark.studies.audit_report.write_audit."""
     from benchmark.runs import results as results_lib
     from benchmark.runs.run import evaluate_representation
     export_dir = pathlib.Path(export_dir)
@@ -331,6 +334,7 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                     settings={"external_codes": str(export_dir / "codes" / label /
                                                     f"seed{seed}.npz")})
         gin.clear_config()
-        audit_settings = {**settings, "name": f"audit_{name}", "output_dir": str(out),
-                          "models": {name: "external codes"}}
+        audit_settings = dataclasses.replace(settings, name=f"audit_{name}",
+                                             output_dir=str(out),
+                                             models={name: "external codes"})
         return decide(name, seeds, reference, reference_dir, audit_settings, out)

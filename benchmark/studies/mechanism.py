@@ -15,7 +15,7 @@ the mean misalignment from the original arm with its Welch t interval (`turn`). 
 descriptive: no study registers a hypothesis on them.
 
 Used by the study report (benchmark/studies/report.py, for a study whose battery names a plane)
-and by the audit (benchmark/studies/audit.py).
+and by the audit's report (benchmark/studies/audit_report.py).
 """
 
 from __future__ import annotations

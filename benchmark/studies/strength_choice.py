@@ -47,7 +47,7 @@ from benchmark.core.errors import UserError, cli_main
 from benchmark.metrics import alignment
 from benchmark.metrics import codes as codes_lib
 from benchmark.statistics import stats
-from benchmark.studies import report
+from benchmark.studies import report_data
 from benchmark.studies.battery import TURNED_DEG, sweep_of
 
 #: the largest DCI-I drop at which a code still counts as keeping its information
@@ -111,9 +111,9 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
     study whose original arm is this pilot's (the same settings but for the wave arms' own,
     `check_original_study`), for a pilot that trains the wave arms alone."""
     study_dir = pathlib.Path(study_dir)
-    settings = report.read_study(study_dir).get("settings", {})
+    settings = report_data.read_study(study_dir).get("settings", {})
     if original_dir is not None:
-        check_original_study(settings, report.read_study(original_dir).get("settings", {}),
+        check_original_study(settings, report_data.read_study(original_dir).get("settings", {}),
                              original_dir)
     variants = settings.get("variants", [])
     bases = {base_of(v) for v in variants if v != "original"}
@@ -123,10 +123,10 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
                         f"and one sweep (e.g. wave@0.1, wave@0.2), found {variants}")
     dataset = settings.get("datasets", ["dsprites"])[0]
     labels = [(0.0, "original"), *sweep_of(battery, dataset, variants)]
-    found = report.load_runs(study_dir)
+    found = report_data.load_runs(study_dir)
     if original_dir is not None:
         found = [r for r in found if r["variant"] != "original"] + [
-            r for r in report.load_runs(original_dir) if r["variant"] == "original"]
+            r for r in report_data.load_runs(original_dir) if r["variant"] == "original"]
     records = [r for r in found
                if r["model"] == model and not r["overpruned"] and r["setting"] == ""]
     out = {}
@@ -283,7 +283,7 @@ def main(argv) -> None:
     plane = [int(c) for c in flags.FLAGS.plane]
     original = flags.FLAGS.original_from
     runs = pilot_runs(argv[1], flags.FLAGS.model, plane, original)
-    geometry = (geometry_turns(report.read_study(argv[1]).get("settings", {}), list(runs))
+    geometry = (geometry_turns(report_data.read_study(argv[1]).get("settings", {}), list(runs))
                 if flags.FLAGS.turn == "geometry" else None)
     choice = choose(runs, geometry=geometry)
     choice.update(model=flags.FLAGS.model, plane=plane, original_from=original)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import copy
 import dataclasses
 import json
 import os
@@ -83,14 +84,107 @@ class RunSpec:
                 f"--output_dir={output_dir / 'runs' / self.name}"]
 
 
+@dataclasses.dataclass(frozen=True)
+class StudySettings:
+    """A study's checked grid (`study_settings` builds it from the gin `study.*` bindings
+    and says more of each setting); `record()` is the form study.json keeps.
+
+    The optional settings are empty (None, '', {} or ()) when not set, and then absent
+    from the record, so that studies without them keep their study.json unchanged."""
+    name: str
+    """The study's name (any text): the title of its report and its directory lock."""
+    output_dir: str
+    """The study directory: runs/<run name>/, study.json, failed.json, samples/."""
+    models: dict
+    """{model name: gin file}, at least one; '{dataset}' in a path is replaced by the
+    dataset's name."""
+    datasets: tuple
+    """Dataset names the grid trains on (e.g. ('dsprites',))."""
+    variants: tuple
+    """Dataset variants (benchmark.data.VARIANTS), each optionally with a strength
+    ('modified@0.2'); those that load an artefact have one in `artefacts`."""
+    artefacts: dict
+    """{dataset: {base variant: artefact directory}} for the variants that load one."""
+    seeds: tuple
+    """Run seeds (ints, at least one); the grid is seed-major in this order."""
+    line_search: dict
+    """{model name: (gin parameter, [values])}: those models train at each value, the
+    others at their config's; every name is one of `models`."""
+    bindings: tuple
+    """Gin bindings applied to every run (e.g. 'run.steps = 5000')."""
+    source: str
+    """Where the datasets' images come from (data.source: 'auto', 'file', 'procedural')."""
+    model_variants: dict = dataclasses.field(default_factory=dict)
+    """{model name: [variants]}: a model trained on only these (a non-empty subset of
+    `variants`); {}: every model on every variant."""
+    cell_seeds: dict = dataclasses.field(default_factory=dict)
+    """{'model' or 'model/variant': [seeds]}: fewer seeds (a non-empty subset of `seeds`)
+    for a model or one of its cells, the more specific key first; {}: `seeds` for all."""
+    start_from: str | None = None
+    """The absolute path of a study directory (with runs/) whose namesake runs this
+    study's runs start from (run.start_from); None: every run from scratch."""
+    battery: dict | None = None
+    """What the arms mean when the study is an audit's reference ({'manipulated',
+    'controls', and optionally 'sweep', 'plane'}: `check_battery`); None: no battery."""
+    scope: str = ""
+    """What the study can and cannot show at its scale, a sentence or two; '': none."""
+    hypotheses: tuple = ()
+    """Pre-registered hypotheses, normalised and checked against the grid
+    (benchmark/statistics/hypotheses.py); (): none."""
+
+    def record(self) -> dict:
+        """{setting: value} as study.json keeps it: sequences as lists, the optional
+        settings only when set (a copy: changing it leaves these settings as they are)."""
+        out = dict(name=self.name, output_dir=self.output_dir, models=self.models,
+                   datasets=list(self.datasets), variants=list(self.variants),
+                   artefacts=self.artefacts, seeds=list(self.seeds),
+                   line_search=self.line_search, bindings=list(self.bindings),
+                   source=self.source)
+        if self.model_variants:
+            out["model_variants"] = self.model_variants
+        if self.cell_seeds:
+            out["cell_seeds"] = self.cell_seeds
+        if self.start_from is not None:
+            out["start_from"] = self.start_from
+        if self.battery:
+            out["battery"] = self.battery
+        if self.scope:
+            out["scope"] = self.scope
+        if self.hypotheses:
+            out["hypotheses"] = list(self.hypotheses)
+        return copy.deepcopy(out)
+
+    @classmethod
+    def from_record(cls, record) -> StudySettings:
+        """The settings a record holds (study.json's 'settings', or `record()` with some
+        values replaced), as they are: nothing is checked, so a record of an older study
+        reads back whatever it holds; KeyError when one the grid needs is missing."""
+        return cls(name=record.get("name", ""), output_dir=record.get("output_dir", ""),
+                   models=record["models"], datasets=tuple(record["datasets"]),
+                   variants=tuple(record["variants"]), artefacts=record["artefacts"],
+                   seeds=tuple(record["seeds"]), line_search=record["line_search"],
+                   bindings=tuple(record["bindings"]), source=record["source"],
+                   model_variants=record.get("model_variants") or {},
+                   cell_seeds=record.get("cell_seeds") or {},
+                   start_from=record.get("start_from"), battery=record.get("battery"),
+                   scope=record.get("scope") or "",
+                   hypotheses=tuple(record.get("hypotheses") or ()))
+
+    @classmethod
+    def of(cls, settings) -> StudySettings:
+        """`settings` itself when it is a StudySettings, else `from_record(settings)`."""
+        return settings if isinstance(settings, cls) else cls.from_record(settings)
+
+
 @gin.configurable("study")
 def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                    models=gin.REQUIRED, datasets=("dsprites",), variants=("original",),
                    artefacts=None, seeds=(0,), line_search=None, bindings=(),
                    source: str = "auto", hypotheses=(), scope: str = "",
                    model_variants=None, battery=None, cell_seeds=None,
-                   start_from: str | None = None) -> dict:
-    """The grid.
+                   start_from: str | None = None) -> StudySettings:
+    """The grid, checked (a StudySettings; 'absent from the settings' below: from its
+    record, the settings study.json keeps).
 
     models: {model name: gin file}, '{dataset}' in the path replaced by the dataset name
       (e.g. 'papers/zietlow2021/beta_vae_{dataset}.gin').
@@ -144,10 +238,8 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     if unknown:
         raise ValueError(f"study.line_search names models {unknown} that are not in "
                          f"study.models ({sorted(models)})")
-    settings = dict(name=name, output_dir=str(output_dir), models=models,
-                    datasets=list(datasets), variants=list(variants), artefacts=artefacts,
-                    seeds=[int(s) for s in seeds], line_search=line_search,
-                    bindings=list(bindings), source=source)
+    output_dir, datasets, variants = str(output_dir), tuple(datasets), tuple(variants)
+    seeds, bindings = tuple(int(s) for s in seeds), tuple(bindings)
     model_variants = {m: list(v) for m, v in dict(model_variants or {}).items()}
     for model, subset in model_variants.items():
         if model not in models:
@@ -157,8 +249,6 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
         if odd or not subset:
             raise ValueError(f"study.model_variants[{model!r}]: expected a non-empty subset "
                              f"of study.variants ({list(variants)}), found {subset}")
-    if model_variants:
-        settings["model_variants"] = model_variants
     cell_seeds = {str(k): [int(s) for s in v] for k, v in dict(cell_seeds or {}).items()}
     for key, subset in cell_seeds.items():
         model, _, variant = key.partition("/")
@@ -167,29 +257,27 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
             raise ValueError(f"study.cell_seeds: expected keys 'model' or 'model/variant' of "
                              f"the grid (models {sorted(models)}, variants {list(variants)}), "
                              f"found {key!r}")
-        odd = [seed for seed in subset if seed not in settings["seeds"]]
+        odd = [seed for seed in subset if seed not in seeds]
         if odd or not subset:
             raise ValueError(f"study.cell_seeds[{key!r}]: expected a non-empty subset of "
-                             f"study.seeds ({settings['seeds']}), found {subset}")
-    if cell_seeds:
-        settings["cell_seeds"] = cell_seeds
+                             f"study.seeds ({list(seeds)}), found {subset}")
     if start_from is not None:
         if not (isinstance(start_from, str) and os.path.isdir(os.path.join(start_from,
                                                                              "runs"))):
             raise ValueError(f"study.start_from: expected a study directory with runs/, "
                              f"found {start_from!r}")
-        settings["start_from"] = os.path.abspath(start_from)
-    if battery:
-        settings["battery"] = check_battery(battery, variants)
+        start_from = os.path.abspath(start_from)
+    battery = check_battery(battery, variants) if battery else None
     registered = hypotheses_lib.normalise(hypotheses)
     hypotheses_lib.check_grid(registered, models, datasets, variants, model_variants)
     if not isinstance(scope, str):
         raise ValueError(f"study.scope must be a text, found {scope!r}")
-    if scope:
-        settings["scope"] = scope
-    if registered:
-        settings["hypotheses"] = registered
-    return settings
+    return StudySettings(name=name, output_dir=output_dir, models=models, datasets=datasets,
+                         variants=variants, artefacts=artefacts, seeds=seeds,
+                         line_search=line_search, bindings=bindings, source=source,
+                         model_variants=model_variants, cell_seeds=cell_seeds,
+                         start_from=start_from, battery=battery, scope=scope,
+                         hypotheses=tuple(registered))
 
 
 def check_battery(battery, variants) -> dict:
@@ -232,27 +320,29 @@ def check_battery(battery, variants) -> dict:
     return out
 
 
-def seeds_of(settings: dict, model: str, variant: str) -> list[int]:
+def seeds_of(settings: StudySettings, model: str, variant: str) -> list[int]:
     """The seeds of one cell: study.cell_seeds' 'model/variant', else its 'model', else
     study.seeds."""
-    chosen = settings.get("cell_seeds", {})
-    return chosen.get(f"{model}/{variant}", chosen.get(model, settings["seeds"]))
+    chosen = settings.cell_seeds
+    return chosen.get(f"{model}/{variant}", chosen.get(model, settings.seeds))
 
 
-def expand(settings: dict) -> list[RunSpec]:
+def expand(settings: StudySettings | dict) -> list[RunSpec]:
     """Every run of the grid, in a stable order, seed-major (all cells of the first seed,
-    then of the second, ...)."""
+    then of the second, ...). settings: a StudySettings, or a record of one (study.json's
+    settings, `StudySettings.from_record`)."""
+    settings = StudySettings.of(settings)
     specs = []
-    for model, gin_file in settings["models"].items():
-        param, values = settings["line_search"].get(model, (None, [None]))
-        variants = settings.get("model_variants", {}).get(model, settings["variants"])
-        for dataset in settings["datasets"]:
+    for model, gin_file in settings.models.items():
+        param, values = settings.line_search.get(model, (None, [None]))
+        variants = settings.model_variants.get(model, settings.variants)
+        for dataset in settings.datasets:
             for variant in variants:
                 arm = ArmLabel.parse(variant)
                 base = arm.base
                 data = [f"data.name = '{dataset}'", f"data.variant = '{base}'",
-                        f"data.source = '{settings['source']}'"]
-                artefact = settings["artefacts"].get(dataset, {}).get(base)
+                        f"data.source = '{settings.source}'"]
+                artefact = settings.artefacts.get(dataset, {}).get(base)
                 if artefact and base != "original":
                     data.append(f"data.artefact = '{os.path.abspath(artefact)}'")
                 if arm.strength:
@@ -262,20 +352,19 @@ def expand(settings: dict) -> list[RunSpec]:
                     tag = "" if param is None else f"_{param.split('.')[-1]}={value}"
                     for seed in seeds_of(settings, model, variant):
                         name = f"{model}_{dataset}_{arm.shown()}{tag}_seed{seed}"
-                        source = os.path.join(settings.get("start_from", ""), "runs", name)
+                        source = os.path.join(settings.start_from or "", "runs", name)
                         start = ([f"run.start_from = '{source}'"]
-                                 if settings.get("start_from") and os.path.isdir(source)
-                                 else [])
+                                 if settings.start_from and os.path.isdir(source) else [])
                         specs.append(RunSpec(
                             name, (gin_file.format(dataset=dataset),),
-                            tuple([*settings["bindings"], *data, *hyper, *start,
+                            tuple([*settings.bindings, *data, *hyper, *start,
                                    f"run.seed = {seed}"])))
     names = [config.check_path_name(s.name, "a study run's name (study.models' keys, "
                                     "variants and line_search values)") for s in specs]
     if len(set(names)) != len(names):
         raise ValueError("study grid has duplicate run names; check study.models/variants")
     # Seed-major: an interrupted study has every cell's first seed before any second one.
-    seed_rank = {f"run.seed = {seed}": rank for rank, seed in enumerate(settings["seeds"])}
+    seed_rank = {f"run.seed = {seed}": rank for rank, seed in enumerate(settings.seeds)}
     return sorted(specs, key=lambda spec: seed_rank[spec.bindings[-1]])
 
 
@@ -366,14 +455,14 @@ def was_stopped(code) -> bool:
     return isinstance(code, int) and (code < 0 or code == INTERRUPTED_EXIT)
 
 
-def _merge_study_json(path: pathlib.Path, settings: dict, specs: list) -> None:
+def _merge_study_json(path: pathlib.Path, settings: StudySettings, specs: list) -> None:
     """study.json: the current settings; every run listed before or now (a spec of this
     grid replaces its older entry); earlier, different settings under
     'previous_settings'."""
     old = _read_json(path, dict, {})
     runs = {r["name"]: r for r in old.get("runs", []) if isinstance(r, dict) and "name" in r}
     runs.update({s.name: dataclasses.asdict(s) for s in specs})
-    current = json.loads(json.dumps(settings))
+    current = json.loads(json.dumps(settings.record()))
     previous = list(old.get("previous_settings", []))
     if old.get("settings") is not None and old["settings"] != current:
         previous.append(old["settings"])
@@ -464,22 +553,22 @@ def progress_bar(total: int, stream=None):
                 disable=not (hasattr(stream, "isatty") and stream.isatty()))
 
 
-def execute(settings: dict, backend: str = "local", workers: int = 1,
+def execute(settings: StudySettings, backend: str = "local", workers: int = 1,
             address: str | None = None, retry_failed: bool = False,
             dry_run: bool = False, runs_per_process: int = 1) -> dict:
     """Runs what is left of the grid; returns {'finished', 'ran', 'failed', 'skipped',
     'stopped', ...}. runs_per_process > 1 (local backend): that many runs per worker
     process (benchmark/runs/worker.py)."""
-    out = pathlib.Path(settings["output_dir"])
+    out = pathlib.Path(settings.output_dir)
     specs = expand(settings)
     if dry_run:
         return _execute(out, settings, specs, backend, workers, address, retry_failed, True)
-    with directory_lock(out, f"benchmark.study {settings['name']}"):
+    with directory_lock(out, f"benchmark.study {settings.name}"):
         return _execute(out, settings, specs, backend, workers, address, retry_failed, False,
                         runs_per_process)
 
 
-def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, workers: int,
+def _execute(out: pathlib.Path, settings: StudySettings, specs: list, backend: str, workers: int,
              address: str | None, retry_failed: bool, dry_run: bool,
              runs_per_process: int = 1) -> dict:
     failed_path = out / "failed.json"
@@ -493,13 +582,13 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
         reason = " / ".join(line.strip() for line in unconfigurable[first].splitlines()
                             if line.strip())
         raise ConfigError(
-            f"study {settings['name']}: run {first} cannot be configured, so no run was "
+            f"study {settings.name}: run {first} cannot be configured, so no run was "
             f"started: {reason}"
             + (f" (and {len(unconfigurable) - 1} more runs of the grid)"
                if len(unconfigurable) > 1 else ""))
     if changed and not dry_run:
         raise fingerprint_lib.ConfigMismatch(
-            f"study {settings['name']}: these run directories in {out / 'runs'} hold "
+            f"study {settings.name}: these run directories in {out / 'runs'} hold "
             f"another configuration than the study now asks for ({len(changed)}; its "
             "settings or gin files changed):\n  " + "\n  ".join(changed[n] for n in sorted(changed))
             + "\nUse another study.output_dir for the new settings, or remove those run "
@@ -513,7 +602,7 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
     skipped = [s.name for s in specs if s.name not in done and s.name not in changed
                and s.name not in busy and s not in todo]
     logging.info("study %s: %d runs, %d finished, %d to run, %d failed before (skipped), "
-                 "%d busy", settings["name"], len(specs), len(done), len(todo),
+                 "%d busy", settings.name, len(specs), len(done), len(todo),
                  len(skipped), len(busy))
     for name, holder in sorted(busy.items()):
         logging.warning("run %s is busy, not started: its directory is held by %s", name,
@@ -595,15 +684,15 @@ def _execute(out: pathlib.Path, settings: dict, specs: list, backend: str, worke
             "busy": sorted(busy), "stopped": sorted(stopped)}
 
 
-def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
+def write_sample_grids(settings: StudySettings, directory: pathlib.Path) -> None:
     """A preview sheet per dataset x variant and, beside each but the original's, how much
     the variant changes the images (X.change.json; benchmark/data/change.py), for the
     report, unless already there; on the reduced dataset when the study's bindings fix
     factors (data.fixed_factors)."""
-    fixed = next((b.split("=", 1)[1].strip() for b in settings.get("bindings", [])
+    fixed = next((b.split("=", 1)[1].strip() for b in settings.bindings
                   if b.split("=", 1)[0].strip() == "data.fixed_factors"), None)
-    for dataset in settings["datasets"]:
-        for variant in settings["variants"]:
+    for dataset in settings.datasets:
+        for variant in settings.variants:
             arm = ArmLabel.parse(variant)
             base = arm.base
             path = directory / f"{dataset}_{variant}.png"
@@ -611,8 +700,8 @@ def write_sample_grids(settings: dict, directory: pathlib.Path) -> None:
                 continue
             command = [sys.executable, "-m", "benchmark.data", "preview",
                        f"--dataset={dataset}", f"--variant={base}",
-                       f"--source={settings['source']}", f"--out={path}", "--verbosity=-1"]
-            artefact = settings["artefacts"].get(dataset, {}).get(base)
+                       f"--source={settings.source}", f"--out={path}", "--verbosity=-1"]
+            artefact = settings.artefacts.get(dataset, {}).get(base)
             if artefact and base != "original":
                 command.append(f"--artefact={os.path.abspath(artefact)}")
             if arm.strength:
@@ -690,19 +779,19 @@ def main(argv):
                               FLAGS.retry_failed, FLAGS.dry_run, FLAGS.runs_per_process)
     except KeyboardInterrupt:
         print(f"interrupted: finished runs and each run's last checkpoint are kept in "
-              f"{settings['output_dir']}; rerun the same command to resume", file=sys.stderr)
+              f"{settings.output_dir}; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)
     print(f"{len(summary['finished'])} finished, {len(summary['ran'])} ran now, "
           f"{len(summary['failed'])} failed, {len(summary['skipped'])} skipped as failed "
           f"before, {len(summary['busy'])} busy (written by another process)"
           + (f", {len(summary['stopped'])} stopped (rerun to resume)"
-             if summary["stopped"] else "") + f": {settings['output_dir']}")
+             if summary["stopped"] else "") + f": {settings.output_dir}")
     if FLAGS.dry_run:
         return
     if summary["failed"] or summary["skipped"] or summary["stopped"]:
         print(f"not every run finished: the study exits 1 while runs are left failed "
               f"({len(summary['failed']) + len(summary['skipped'])}; their errors in "
-              f"{settings['output_dir']}/failed.json, --retry_failed runs them again) or "
+              f"{settings.output_dir}/failed.json, --retry_failed runs them again) or "
               f"stopped ({len(summary['stopped'])}; the same command resumes them)",
               file=sys.stderr)
         sys.exit(1)

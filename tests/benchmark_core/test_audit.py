@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sp
 
 from benchmark.statistics import stats
-from benchmark.studies import audit
+from benchmark.studies import audit, audit_plan, audit_report, verdict
 from perturbations import artefact, manipulation
 from tests.benchmark_core.test_report import _result
 from tests.benchmark_core.test_study import TINY_RUN
@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _arms(original, modified=(), noisy=(), pruned=None):
-    """Synthetic MIG arms in the form of audit.arms."""
+    """Synthetic MIG arms in the form of verdict.arms."""
     pruned = pruned or {}
     return {v: {"kept": list(values), "overpruned": list(pruned.get(v, []))}
             for v, values in (("original", original), ("modified", modified), ("noisy", noisy))}
@@ -37,7 +37,7 @@ def _one_sided(a, b):
 def test_positive_control_comes_first():
     method = _arms(HIGH, LOW, [0.29, 0.30, 0.31, 0.30])           # would be DEPENDS
     weak = _arms([0.07, 0.06, 0.05], [0.01, 0.08, 0.06])
-    result = audit.verdict(method, weak, AE)
+    result = verdict.verdict(method, weak, AE)
     assert result["label"] == "INCONCLUSIVE" and result["margin"] is None
     assert result["reason"].startswith("positive control failed")
     assert "0.23 → 0.07" in result["reason"] and "drop" not in result["tests"]
@@ -47,19 +47,19 @@ def test_positive_control_comes_first():
     assert result["seeds_needed"] == stats.seeds_needed(
         np.mean(original) - np.mean(modified), stats.pooled_sd(original, modified))
     assert f"about {result['seeds_needed']} seeds per arm" in result["reason"]
-    too_few = audit.verdict(method, _arms(HIGH, [0.1]), AE)
-    emptied = audit.verdict(method, _arms(HIGH, pruned={"modified": [0.1, 0.1, 0.1]}), AE)
+    too_few = verdict.verdict(method, _arms(HIGH, [0.1]), AE)
+    emptied = verdict.verdict(method, _arms(HIGH, pruned={"modified": [0.1, 0.1, 0.1]}), AE)
     for result in (too_few, emptied):
         assert result["label"] == "INCONCLUSIVE"
         assert result["reason"].startswith("positive control not testable")
     assert "3 over-pruned and excluded (rate 100%)" in emptied["reason"]
-    passed, _, sentence = audit.positive_control(BETA_VAE)
+    passed, _, sentence = verdict.positive_control(BETA_VAE)
     assert passed and "drops significantly" in sentence
 
 
 def test_floor_check_and_too_few_runs():
     flat = _arms([0.05, 0.07, 0.04, 0.06], LOW, LOW)
-    result = audit.verdict(flat, BETA_VAE, AE)
+    result = verdict.verdict(flat, BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE"
     assert result["reason"].startswith("does not disentangle at this scale")
     assert result["tests"]["floor"]["p"] == pytest.approx(
@@ -70,25 +70,25 @@ def test_floor_check_and_too_few_runs():
     assert result["relative_margin"] == pytest.approx(relative)
     assert result["margin"] == pytest.approx(
         relative * (np.mean([0.05, 0.07, 0.04, 0.06]) - np.mean(AE_MIG)))
-    result = audit.verdict(_arms(HIGH, LOW, LOW), BETA_VAE, _arms([0.05]))
+    result = verdict.verdict(_arms(HIGH, LOW, LOW), BETA_VAE, _arms([0.05]))
     assert result["label"] == "INCONCLUSIVE" and result["seeds_needed"] is None
     assert result["reason"].startswith("validity gate not testable: the reference AE's "
                                        "original arm has 1 run(s)")
-    result = audit.verdict(_arms([0.3], [0.1]), BETA_VAE, AE)
+    result = verdict.verdict(_arms([0.3], [0.1]), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE"
     assert "the method's original arm has 1 run(s)" in result["reason"]
 
 
 def test_depends_needs_a_drop_larger_than_on_noise():
     noisy = [0.29, 0.30, 0.31, 0.30]
-    result = audit.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
+    result = verdict.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
     assert result["label"] == "DEPENDS"
     assert result["tests"]["drop"]["p_drop"] == pytest.approx(_one_sided(HIGH, LOW))
     assert result["tests"]["differences"]["noisy"]["p"] == pytest.approx(
         _one_sided(noisy, LOW))
     # drops as much on noise (significantly) as on the manipulation: SENSITIVE, not DEPENDS
     for noisy in ([0.05, 0.06, 0.04, 0.05], [0.08, 0.16, 0.10, 0.14]):
-        result = audit.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
+        result = verdict.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
         assert result["label"] == "SENSITIVE" and "hurt by noise of the same energy" in result["reason"]
         assert result["tests"]["control_drops"]["noisy"]["p_drop"] == pytest.approx(
             _one_sided(HIGH, noisy))
@@ -100,10 +100,10 @@ def test_depends_needs_a_drop_larger_than_on_noise():
     # the manipulation's: seeds for the difference
     wide = [0.15, 0.35, 0.10, 0.30]
     assert _one_sided(HIGH, wide) > 0.05 and _one_sided(wide, LOW) > 0.05
-    result = audit.verdict(_arms(HIGH, LOW, wide), BETA_VAE, AE)
+    result = verdict.verdict(_arms(HIGH, LOW, wide), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and result["seeds_needed"] == (
         stats.seeds_needed(np.mean(wide) - np.mean(LOW), stats.pooled_sd(LOW, wide)))
-    result = audit.verdict(_arms(HIGH, LOW), BETA_VAE, AE)
+    result = verdict.verdict(_arms(HIGH, LOW), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and "noise sensitivity" in result["reason"]
 
 
@@ -117,7 +117,7 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
     AE = arms(AE_MIG, AE_MIG, AE_MIG, AE_MIG)       # noqa: N806 (the module's AE, these arms)
     battery = dict(manipulated="wave@0.3", controls=["noisy@0.37", "wave_texture@0.3"])
     flat = [0.29, 0.30, 0.31, 0.30]
-    result = audit.verdict(arms(HIGH, LOW, flat, flat), beta_vae, AE, **battery)
+    result = verdict.verdict(arms(HIGH, LOW, flat, flat), beta_vae, AE, **battery)
     assert result["label"] == "DEPENDS" and set(result["tests"]["differences"]) == {
         "noisy@0.37", "wave_texture@0.3"}
     assert "wave@0.3 data" in result["reason"]
@@ -126,24 +126,24 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
         "noisy@0.37", "wave_texture@0.3"}
     assert "Its drop is specific" in result["positive_control"]
     # as large a drop on the texture of the same energy: texture sensitivity, not DEPENDS
-    result = audit.verdict(arms(HIGH, LOW, flat, LOW), beta_vae, AE, **battery)
+    result = verdict.verdict(arms(HIGH, LOW, flat, LOW), beta_vae, AE, **battery)
     assert result["label"] == "SENSITIVE" and "hurt by the texture of the same energy" in result["reason"]
     assert "wave_texture@0.3 data" in result["reason"]
     assert "the reference β-VAE's drop is specific at this scale" in result["reason"]
     # a reference beta-VAE that drops as much on its texture: its drop is not specific,
     # a method's DEPENDS still stands on its own tests and says so
     not_specific = arms(HIGH, LOW, HIGH, LOW)
-    result = audit.verdict(arms(HIGH, LOW, flat, LOW), not_specific, AE, **battery)
+    result = verdict.verdict(arms(HIGH, LOW, flat, LOW), not_specific, AE, **battery)
     assert result["label"] == "SENSITIVE" and result["reference_specific"] is False
     assert "not shown to be specific: not significantly larger than on wave_texture@0.3" \
         in result["positive_control"]
     assert "whose drop is not specific either" in result["reason"]
-    result = audit.verdict(arms(HIGH, LOW, flat, flat), not_specific, AE, **battery)
+    result = verdict.verdict(arms(HIGH, LOW, flat, flat), not_specific, AE, **battery)
     assert result["label"] == "DEPENDS"
     assert "although the reference β-VAE's is not at this scale" in result["reason"]
     # the positive control is read on the manipulated arm
-    result = audit.verdict(arms(HIGH, LOW, flat, flat), arms(HIGH, HIGH, LOW, LOW), AE,
-                           **battery)
+    result = verdict.verdict(arms(HIGH, LOW, flat, flat), arms(HIGH, HIGH, LOW, LOW), AE,
+                             **battery)
     assert result["reason"].startswith("positive control failed")
     assert "paper 002" not in result["reason"]
 
@@ -202,9 +202,9 @@ def test_strengths_select_the_sweep_and_keep_the_controls(tmp_path):
                              "sweep": "wave"}}
     settings = audit.audit_settings("models/ae.gin", "ae", [0], reference, str(tmp_path),
                                     strengths=[0.1])
-    assert settings["variants"] == ["original", "wave@0.3", "noisy@0.3675",
-                                    "wave_texture@0.3", "wave@0.1"]
-    assert settings["battery"]["manipulated"] == "wave@0.3"
+    assert settings.variants == ("original", "wave@0.3", "noisy@0.3675",
+                                   "wave_texture@0.3", "wave@0.1")
+    assert settings.battery["manipulated"] == "wave@0.3"
     with pytest.raises(ValueError, match="strengths of the reference's sweep"):
         audit.audit_settings("models/ae.gin", "ae", [0], reference, str(tmp_path),
                              strengths=[0.2])
@@ -232,34 +232,34 @@ def test_the_plan_estimates_from_cpu_time_not_from_wall_time_that_shared_cores(
                  "battery": {"manipulated": "wave@0.3", "controls": []}}
     settings = audit.audit_settings("models/ae.gin", "ae", [0, 1, 2, 3, 4], reference,
                                     str(tmp_path / "audit"))
-    monkeypatch.setattr(audit.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(audit_plan.os, "cpu_count", lambda: 2)
     shared = {"cpu": "Test CPU", "threads": 2, "cpu_seconds": 780.0}
     runs = _timed_runs(tmp_path / "ref", [(1500.0, shared, None), (1500.0, shared, None),
                                           (300.0, {**shared, "cpu_seconds": 100.0}, 5000)])
-    planned = audit.plan(settings, runs, workers=1)
+    planned = audit_plan.plan(settings, runs, workers=1)
     assert planned["to_run"] == 10
     assert planned["estimate_seconds"] == pytest.approx(10 * 780.0 / 2)   # resumed left out
     assert planned["seconds_per_run"] == pytest.approx(390.0)
     assert "13.0 CPU-min (2 runs measured, Test CPU)" in planned["text"]
     assert "2 of this machine's 2 cores" in planned["text"]
     # two workers on 2 cores do not halve it: the cores are the limit
-    assert audit.plan(settings, runs, workers=2)["estimate_seconds"] == pytest.approx(3900.0)
+    assert audit_plan.plan(settings, runs, workers=2)["estimate_seconds"] == pytest.approx(3900.0)
     # runs from before the machine record: wall time, said to be an upper bound
     legacy = _timed_runs(tmp_path / "old", [(1500.0, None, None), (1700.0, None, None)])
-    old = audit.plan(settings, legacy, workers=1)
+    old = audit_plan.plan(settings, legacy, workers=1)
     assert old["estimate_seconds"] == pytest.approx(10 * 1600.0)
     assert "at most about 267 min" in old["text"] and "upper bound" in old["text"]
-    assert audit.plan(settings, [], workers=1)["estimate_seconds"] is None
+    assert audit_plan.plan(settings, [], workers=1)["estimate_seconds"] is None
     # everything finished: no "about 0 min" (issue 61 item 7)
-    monkeypatch.setattr(audit.study, "run_states",
+    monkeypatch.setattr(audit_plan.study, "run_states",
                         lambda out, specs: ({s.name for s in specs}, {}, {}))
-    finished = audit.plan(settings, legacy, workers=1)
+    finished = audit_plan.plan(settings, legacy, workers=1)
     assert finished["to_run"] == 0 and finished["text"].endswith("; nothing to train")
 
 
 def test_robust_is_equivalence_within_the_margin():
     same = [0.30, 0.31, 0.29, 0.31]
-    result = audit.verdict(_arms(HIGH, same, same), BETA_VAE, AE)
+    result = verdict.verdict(_arms(HIGH, same, same), BETA_VAE, AE)
     assert result["label"] == "ROBUST"
     margin = 0.5 * (np.mean(HIGH) - np.mean(LOW))
     assert result["margin"] == pytest.approx(margin)
@@ -267,14 +267,14 @@ def test_robust_is_equivalence_within_the_margin():
         _one_sided(np.add(HIGH, margin), same), _one_sided(same, np.subtract(HIGH, margin))))
     # a significant drop, no larger than on noise and well within the margin: ROBUST too
     smaller = list(np.subtract(HIGH, 0.03))
-    result = audit.verdict(_arms(HIGH, smaller, smaller), BETA_VAE, AE)
+    result = verdict.verdict(_arms(HIGH, smaller, smaller), BETA_VAE, AE)
     assert result["tests"]["drop"]["p_drop"] < 0.05 and result["label"] == "ROBUST"
     # a margin of a twentieth of the reference drop is too tight for these seeds
-    result = audit.verdict(_arms(HIGH, same, same), BETA_VAE, AE, margin_fraction=0.05)
+    result = verdict.verdict(_arms(HIGH, same, same), BETA_VAE, AE, margin_fraction=0.05)
     assert result["label"] == "INCONCLUSIVE"
     # not significant, but too spread to rule out a drop of the margin's size
     original, modified = [0.30, 0.20, 0.40, 0.25, 0.35], [0.26, 0.15, 0.36, 0.20, 0.30]
-    result = audit.verdict(_arms(original, modified, modified), BETA_VAE, AE)
+    result = verdict.verdict(_arms(original, modified, modified), BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and result["reason"].startswith("neither")
     assert result["seeds_needed"] == stats.seeds_needed(
         margin, stats.pooled_sd(original, modified))
@@ -283,7 +283,7 @@ def test_robust_is_equivalence_within_the_margin():
     # absolute margin of half the β-VAE's drop (0.1) (FastICA on the geometry battery
     # was called ROBUST that way: 0.278 -> 0.099)
     third, lost = [0.100, 0.101, 0.099, 0.100], [0.040, 0.041, 0.039, 0.040]
-    result = audit.verdict(_arms(third, lost, third), BETA_VAE, AE)
+    result = verdict.verdict(_arms(third, lost, third), BETA_VAE, AE)
     assert result["margin"] == pytest.approx(
         margin / (np.mean(HIGH) - np.mean(AE_MIG)) * (np.mean(third) - np.mean(AE_MIG)))
     assert not result["tests"]["equivalence"]["equivalent"]
@@ -293,7 +293,7 @@ def test_robust_is_equivalence_within_the_margin():
 def test_overpruning_is_reported_and_said_when_it_decides():
     method = _arms(HIGH, [0.10], [0.29, 0.30, 0.31, 0.30],
                    pruned={"modified": [0.10, 0.12]})
-    result = audit.verdict(method, BETA_VAE, AE)
+    result = verdict.verdict(method, BETA_VAE, AE)
     assert result["label"] == "INCONCLUSIVE" and result["exclusions_decide"]
     assert "modified arm has 1 run(s) left of 3: 2 over-pruned" in result["reason"]
     assert "counting them, it would be DEPENDS" in result["reason"]
@@ -302,7 +302,7 @@ def test_overpruning_is_reported_and_said_when_it_decides():
     assert arm["p_fisher"] == pytest.approx(sp.fisher_exact([[0, 4], [2, 1]]).pvalue)
     # exclusions that do not change the label are reported, not flagged
     method = _arms(HIGH, LOW, [0.29, 0.30, 0.31, 0.30], pruned={"modified": [0.09]})
-    result = audit.verdict(method, BETA_VAE, AE)
+    result = verdict.verdict(method, BETA_VAE, AE)
     assert result["label"] == "DEPENDS" and not result["exclusions_decide"]
     assert result["overpruning"]["modified"]["overpruned"] == 1
 
@@ -371,7 +371,7 @@ def test_audit_end_to_end_on_tiny_settings(tmp_path):
     assert "the method's original arm has" in result["reason"]   # 1 run, or 0 kept
     reference = result["reference_drops"]["beta_vae"]
     floor = result["reference_drops"]["ae"]["original_mean"]
-    assert result["rule_version"] == audit.RULE_VERSION
+    assert result["rule_version"] == verdict.RULE_VERSION
     assert result["relative_margin"] == pytest.approx(0.5 * min(
         1.0, result["tests"]["positive_control"]["drop"] / (reference["original_mean"] - floor)))
     own = result["method_drops"]["original_mean"]         # None when no original run is kept
@@ -411,7 +411,8 @@ def _audited_beta_vae(tmp_path, seeds: int):
     for seeds 0-2."""
     reference = _geometry_reference(tmp_path / "reference")
     settings = audit.audit_settings("models/beta_vae.gin", "beta_vae", [0, 1, 2],
-                                    audit.reference_settings(reference), str(tmp_path / "a"))
+                                    audit_plan.reference_settings(reference),
+                                    str(tmp_path / "a"))
     for variant in GEOMETRY:
         base, _, eps = variant.partition("@")
         for i in range(seeds):
@@ -426,8 +427,9 @@ def test_an_audit_of_a_reference_model_keeps_the_two_apart(tmp_path):
     """write_audit on runs already there (no training): the audited beta-VAE (here one
     that keeps its alignment) is not merged with the reference beta-VAE."""
     reference, settings = _audited_beta_vae(tmp_path, 3)
-    path = audit.write_audit("beta_vae", [0, 1, 2], audit.reference_settings(reference),
-                             reference, settings, tmp_path / "a", 0.05, 0.5, failed=[])
+    path = audit_report.write_audit("beta_vae", [0, 1, 2],
+                                    audit_plan.reference_settings(reference), reference,
+                                    settings, tmp_path / "a", 0.05, 0.5, failed=[])
     result = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert result["verdict"] == "ROBUST" and result["method_runs"] == 15
     assert result["method_drops"]["original_mean"] == pytest.approx(0.46)
@@ -440,8 +442,8 @@ def test_the_verdict_rests_on_exactly_the_seeds_it_names(tmp_path):
     """An output directory holding runs of seeds 0-4 audited with seeds 0, 1, 2: the runs
     of seeds 3 and 4 are left out of every count and test (issue 61 item 3)."""
     reference, settings = _audited_beta_vae(tmp_path, 5)
-    audit.write_audit("beta_vae", [0, 1, 2], audit.reference_settings(reference),
-                      reference, settings, tmp_path / "a", 0.05, 0.5, failed=[])
+    audit_report.write_audit("beta_vae", [0, 1, 2], audit_plan.reference_settings(reference),
+                             reference, settings, tmp_path / "a", 0.05, 0.5, failed=[])
     result = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert result["method_runs"] == 15
     assert result["method_drops"]["original_mean"] == pytest.approx(0.46)
@@ -449,8 +451,8 @@ def test_the_verdict_rests_on_exactly_the_seeds_it_names(tmp_path):
 
 
 def test_arms_are_found_as_the_report_labels_them():
-    from benchmark.studies import battery, report
-    assert battery.label("noisy@0.1000001", "dsprites") == report.nominal([{
+    from benchmark.studies import battery, report_data
+    assert battery.label("noisy@0.1000001", "dsprites") == report_data.nominal([{
         "dataset": "dsprites", "variant": "noisy@0.1"}])[("dsprites", "noisy@0.1")] == "noisy"
     legacy = battery.battery_of({"variants": ["original", "modified", "noisy@0.2787"]})
     assert legacy == {"manipulated": "modified", "controls": ["noisy@0.2787"]}
@@ -470,15 +472,15 @@ def test_the_verdict_names_the_control_that_is_short_of_runs():
             "noisy@0.37": {"kept": HIGH, "overpruned": []},
             "wave_texture@0.3": {"kept": [0.3], "overpruned": []}}
     reference = {**arms, "wave_texture@0.3": {"kept": HIGH, "overpruned": []}}
-    result = audit.verdict(arms, reference, AE, manipulated="wave@0.3",
-                           controls=["noisy@0.37", "wave_texture@0.3"])
+    result = verdict.verdict(arms, reference, AE, manipulated="wave@0.3",
+                             controls=["noisy@0.37", "wave_texture@0.3"])
     assert "texture sensitivity cannot be ruled out" in result["reason"]
 
 
 def test_the_scope_names_arms_with_runs_of_other_seeds():
     """An arm extended with more seeds (a registered floor check, say) is named in the
     scope sentence rather than hidden behind the per-arm seed count."""
-    from benchmark.studies.audit import _scope
+    from benchmark.studies.audit_report import _scope
 
     reference = {"name": "geometry_tiny", "bindings": ["run.steps = 800"]}
     battery = {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}
@@ -498,11 +500,11 @@ def test_the_scope_names_arms_with_runs_of_other_seeds():
 def test_a_failed_positive_control_still_records_the_floor_and_names_no_paper_when_flagged():
     method = _arms(HIGH, LOW, [0.29, 0.30, 0.31, 0.30])
     weak = _arms([0.07, 0.06, 0.05], [0.01, 0.08, 0.06])
-    result = audit.verdict(method, weak, AE)
+    result = verdict.verdict(method, weak, AE)
     assert result["label"] == "INCONCLUSIVE" and "drop" not in result["tests"]
     assert result["tests"]["floor"]["p"] == pytest.approx(_one_sided(HIGH, AE["original"]["kept"]))
-    _, _, plain = audit.positive_control(BETA_VAE)
-    _, _, flagged = audit.positive_control(BETA_VAE, flagged=True)
+    _, _, plain = verdict.positive_control(BETA_VAE)
+    _, _, flagged = verdict.positive_control(BETA_VAE, flagged=True)
     assert "paper 002 Table 1" in plain and "paper 002" not in flagged
     assert "unadjusted" in plain
 
@@ -520,20 +522,20 @@ def test_the_audit_trains_the_battery_arms_only_and_counts_the_reference(tmp_pat
                  "battery": {"manipulated": "wave@0.3", "controls": ["noisy@0.3675"]}}
     settings = audit.audit_settings("examples/sparse_vae.gin", "sv", [0], reference,
                                     str(tmp_path / "out"))
-    assert settings["variants"] == ["original", "wave@0.3", "noisy@0.3675"]
+    assert settings.variants == ("original", "wave@0.3", "noisy@0.3675")
     battery = reference["battery"]
     finished = [{"run_dir": str(tmp_path / n)} for n in (
         "beta_vae_dsprites_original_seed0", "beta_vae_dsprites_original_seed1",
         "beta_vae_dsprites_wave@0.3_seed0", "beta_vae_dsprites_noisy@0.3675_seed0",
         "beta_vae_dsprites_noisy@0.1_seed0", "ae_dsprites_original_seed0",
         "ae_dsprites_original_seed1", "pcl_dsprites_original_seed0")]
-    count = audit.reference_completeness(reference, battery, "dsprites", finished)
+    count = audit_plan.reference_completeness(reference, battery, "dsprites", finished)
     # registered on the battery's arms: beta_vae 3 arms x 2 + ae 2 + pcl 2 x 2 = 12
     assert (count["registered"], count["finished"]) == (12, 7)
     assert count["missing"] == {"beta_vae on wave@0.3": 1, "beta_vae on noisy@0.3675": 1,
                                 "pcl on original": 1, "pcl on wave@0.3": 2}
-    assert audit.reference_completeness({"datasets": ["dsprites"]}, battery, "dsprites",
-                                        finished) is None
+    assert audit_plan.reference_completeness({"datasets": ["dsprites"]}, battery,
+                                             "dsprites", finished) is None
 
 
 def test_a_flagged_reference_artefact_is_named(tmp_path):
@@ -544,15 +546,15 @@ def test_a_flagged_reference_artefact_is_named(tmp_path):
                  "artefacts": {"dsprites": {"modified": str(art),
                                             "modified_texture": str(art)}}}
     battery = {"manipulated": "modified", "controls": ["noisy@0.07", "modified_texture@0.1"]}
-    found = audit.reference_artefact_warnings(reference, battery, "dsprites")
+    found = audit_plan.reference_artefact_warnings(reference, battery, "dsprites")
     assert list(found) == [f"modified ({art})", f"modified_texture ({art})"]
     assert "below the minimum effect" in found[f"modified ({art})"][0]
     # an artefact that no arm of the battery reads, or of another dataset, is not named
     narrow = {"manipulated": "modified", "controls": ["noisy@0.07"]}
-    assert list(audit.reference_artefact_warnings(reference, narrow, "dsprites")) == [
+    assert list(audit_plan.reference_artefact_warnings(reference, narrow, "dsprites")) == [
         f"modified ({art})"]
-    assert audit.reference_artefact_warnings(reference, battery, "shapes3d") == {}
-    assert audit.reference_artefact_warnings({"artefacts": {}}, battery, "dsprites") == {}
+    assert audit_plan.reference_artefact_warnings(reference, battery, "shapes3d") == {}
+    assert audit_plan.reference_artefact_warnings({"artefacts": {}}, battery, "dsprites") == {}
 
 
 @pytest.mark.slow
@@ -603,14 +605,14 @@ def test_a_reference_at_the_ae_floor_makes_every_verdict_untestable():
     """Validity gate (rule 2): a β-VAE whose original MIG is not above the AE's has nothing
     to lose, so even a clear drop of its own and of the method is no verdict."""
     at_floor = _arms([0.05, 0.07, 0.05, 0.06], [0.01, 0.02, 0.01, 0.02])
-    result = audit.verdict(_arms(HIGH, LOW, HIGH), at_floor, AE)
+    result = verdict.verdict(_arms(HIGH, LOW, HIGH), at_floor, AE)
     assert result["label"] == "INCONCLUSIVE" and result["margin"] is None
     assert result["reason"].startswith("validity gate failed")
     assert "untestable at this scale" in result["reason"]
     assert result["tests"]["validity_gate"]["p"] == pytest.approx(
         _one_sided(at_floor["original"]["kept"], AE["original"]["kept"]))
-    assert "Validity gate passed" in audit.verdict(_arms(HIGH, LOW, HIGH), BETA_VAE,
-                                                   AE)["positive_control"]
+    assert "Validity gate passed" in verdict.verdict(_arms(HIGH, LOW, HIGH), BETA_VAE,
+                                                     AE)["positive_control"]
 
 
 def test_depends_needs_a_turn_or_a_larger_share_lost_than_the_ae_else_it_loses_information():
@@ -624,7 +626,7 @@ def test_depends_needs_a_turn_or_a_larger_share_lost_than_the_ae_else_it_loses_i
     aligned = _arms([3.0, 5.0, 4.0, 2.0], [4.0, 3.0, 5.0, 6.0])
     turned = _arms([3.0, 5.0, 4.0, 2.0], [30.0, 35.0, 25.0, 40.0])
     # the AE loses a larger share (84 %, the method 66 %): no turn, no share beyond it
-    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=aligned)
+    result = verdict.verdict(method, BETA_VAE, ae_loses_all, turns=aligned)
     assert result["label"] == "LOSES INFORMATION"
     assert "its code is not shown to turn" in result["reason"]
     assert "it keeps not significantly less of its MIG than the reference AE keeps there " \
@@ -632,24 +634,24 @@ def test_depends_needs_a_turn_or_a_larger_share_lost_than_the_ae_else_it_loses_i
     assert result["tests"]["keeps_less_than_ae"]["p"] > 0.05
     assert result["tests"]["turn"]["p"] > 0.05
     # the same drop with a turn: DEPENDS, on the turn
-    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=turned)
+    result = verdict.verdict(method, BETA_VAE, ae_loses_all, turns=turned)
     assert result["label"] == "DEPENDS" and "its code turned: misalignment 3.5° → 32.5°" \
         in result["reason"]
     assert result["tests"]["turn"]["p"] == pytest.approx(_one_sided(
         turned["modified"]["kept"], turned["original"]["kept"]))
     # no turn, but it keeps 34 % of its MIG where the AE keeps all of its own: DEPENDS
-    result = audit.verdict(method, BETA_VAE, ae_keeps, turns=aligned)
+    result = verdict.verdict(method, BETA_VAE, ae_keeps, turns=aligned)
     assert result["label"] == "DEPENDS" and "it keeps less of its MIG than the reference AE " \
         "keeps there (34% against 100%" in result["reason"]
     # codes that no longer follow the plane: the turn is not measurable
     nonlinear = {"original": {**aligned["original"], "read": 4},
                  "modified": {"kept": [12.0], "overpruned": [], "read": 4}}
-    result = audit.verdict(method, BETA_VAE, ae_loses_all, turns=nonlinear)
+    result = verdict.verdict(method, BETA_VAE, ae_loses_all, turns=nonlinear)
     assert result["label"] == "LOSES INFORMATION"
     assert ("1 code(s) on modified and 4 on original follow the factors' plane linearly (of "
             "4 and 4 runs whose codes are kept)") in result["reason"]
     # no plane and no AE runs on that arm: nothing shows a dependence
-    result = audit.verdict(method, BETA_VAE, _arms(AE_MIG))
+    result = verdict.verdict(method, BETA_VAE, _arms(AE_MIG))
     assert result["label"] == "LOSES INFORMATION"
     assert "the battery names no plane" in result["reason"]
     assert "the reference AE has no runs on that arm" in result["reason"]
@@ -661,18 +663,18 @@ def test_robust_margins_follow_the_headroom_above_the_ae():
     much headroom and not for one with little; the PCL control uses its own headroom."""
     relative = 0.5 * (np.mean(HIGH) - np.mean(LOW)) / (np.mean(HIGH) - np.mean(AE_MIG))
     much = [0.60, 0.61, 0.59, 0.60]
-    result = audit.verdict(_arms(much, np.subtract(much, 0.05), np.subtract(much, 0.05)),
-                           BETA_VAE, AE)
+    result = verdict.verdict(_arms(much, np.subtract(much, 0.05), np.subtract(much, 0.05)),
+                             BETA_VAE, AE)
     assert result["margin"] == pytest.approx(relative * (0.6 - np.mean(AE_MIG)))
     assert result["label"] == "ROBUST"
     little = [0.12, 0.13, 0.11, 0.12]
-    result = audit.verdict(_arms(little, np.subtract(little, 0.05),
-                                 np.subtract(little, 0.05)), BETA_VAE, AE)
+    result = verdict.verdict(_arms(little, np.subtract(little, 0.05),
+                                   np.subtract(little, 0.05)), BETA_VAE, AE)
     assert result["margin"] == pytest.approx(relative * (0.12 - np.mean(AE_MIG)))
     assert result["label"] != "ROBUST"
-    said, test = audit.robust_control(_arms(much, much), AE, relative, 0.05, "modified")
+    said, test = verdict.robust_control(_arms(much, much), AE, relative, 0.05, "modified")
     assert test["equivalent"] and f"±{relative * (0.6 - np.mean(AE_MIG)):.3f}" in said
-    said, test = audit.robust_control(_arms(AE_MIG, AE_MIG), AE, relative, 0.05, "modified")
+    said, test = verdict.robust_control(_arms(AE_MIG, AE_MIG), AE, relative, 0.05, "modified")
     assert test is None and "not above the reference AE's" in said
 
 
@@ -680,7 +682,7 @@ def test_seeds_that_barely_differ_are_named():
     """Identical codes in every seed (an invariant encoder) or a spread a tenth of the
     β-VAE's: the scope warns that the p-values rest on almost no variation."""
     same = [0.8, 0.8, 0.8, 0.8]
-    warning = audit.seeds_alike(_arms(same, same), BETA_VAE, "modified")
+    warning = verdict.seeds_alike(_arms(same, same), BETA_VAE, "modified")
     assert warning.startswith("Warning: the method's seeds barely differ (MIG spread 0.0000")
-    assert audit.seeds_alike(_arms(HIGH, LOW), BETA_VAE, "modified") is None
-    assert audit.seeds_alike(_arms([0.8]), BETA_VAE, "modified") is None
+    assert verdict.seeds_alike(_arms(HIGH, LOW), BETA_VAE, "modified") is None
+    assert verdict.seeds_alike(_arms([0.8]), BETA_VAE, "modified") is None

@@ -117,10 +117,11 @@ def test_study_settings_record_hypotheses_from_gin(tmp_path):
         settings = study.study_settings()
     finally:
         gin.clear_config()
-    assert [h["id"] for h in settings["hypotheses"]] == ["H1", "H2"]
-    assert settings["hypotheses"][1]["margin"] == 0.02
+    assert [h["id"] for h in settings.hypotheses] == ["H1", "H2"]
+    assert settings.hypotheses[1]["margin"] == 0.02
+    assert settings.record()["hypotheses"] == list(settings.hypotheses)
     plain = study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"})
-    assert "hypotheses" not in plain              # studies without any keep their settings
+    assert "hypotheses" not in plain.record()     # studies without any keep their settings
     with pytest.raises(ValueError, match=r"H1: model \['vae'\] is not in the study's grid"):
         study.study_settings(name="p", output_dir=str(tmp_path), models={"ae": "a"},
                              hypotheses=[{"id": "H1", "test": "drop", "model": "vae",

@@ -87,36 +87,37 @@ def test_beta_vae_smoke_run_on_the_oracle_data(tmp_path):
 
 
 def test_report_names_the_oracle_arms_at_their_default_strength():
-    from benchmark.studies import report
+    from benchmark.studies import report_data, report_figures
     records = [{"dataset": "dsprites", "variant": v}
                for v in ("original", "oracle@0.157", "texture@0.157", "noisy@0.1", "oracle@0.2")]
-    assert report.nominal(records) == {("dsprites", "oracle@0.157"): "oracle",
-                                       ("dsprites", "texture@0.157"): "texture",
-                                       ("dsprites", "noisy@0.1"): "noisy"}
-    assert report.variant_eps("texture", "dsprites") == 0.157
-    assert report.variant_eps("wave_texture", "dsprites") == 0.157
+    assert report_data.nominal(records) == {("dsprites", "oracle@0.157"): "oracle",
+                                            ("dsprites", "texture@0.157"): "texture",
+                                            ("dsprites", "noisy@0.1"): "noisy"}
+    assert report_figures.variant_eps("texture", "dsprites") == 0.157
+    assert report_figures.variant_eps("wave_texture", "dsprites") == 0.157
     row = {"setting": "", "variant": "texture", "dataset": "dsprites", "model": "beta_vae"}
-    assert report.eps_points({("beta_vae", "dsprites", "texture")})(row) == [(0.157, "texture")]
-    assert report.eps_points(set())(row) == []          # no sweep: no curve
+    assert report_figures.eps_points({("beta_vae", "dsprites", "texture")})(row) == [
+        (0.157, "texture")]
+    assert report_figures.eps_points(set())(row) == []      # no sweep: no curve
 
 
 def test_registered_hypotheses_find_the_report_groups(specs):
     """The report names the arms 'oracle', 'texture' and 'noisy' (default strengths), so
     the study's pre-registered hypotheses are testable on its runs (fake scores here)."""
-    from benchmark.studies import report, study
+    from benchmark.studies import report_data, report_sections, study
     gin.clear_config()
     try:
         config.parse_config(["studies/oracle_cpu.gin"], [])
         settings = study.study_settings()
     finally:
         gin.clear_config()
-    assert [h["id"] for h in settings["hypotheses"]] == ["H1", "H2", "H3", "H4"]
+    assert [h["id"] for h in settings.hypotheses] == ["H1", "H2", "H3", "H4"]
     mig = {"original": 0.6, "oracle@0.157": 0.2, "texture@0.157": 0.55, "noisy@0.1": 0.5}
     records = [{"model": "beta_vae", "dataset": "dsprites", "variant": variant,
                 "setting": "", "seed": seed, "overpruned": False, "run_dir": f"r{i}{seed}",
                 "values": {"MIG": value + 0.01 * seed, "DCI-D": value - 0.01 * seed}}
                for i, (variant, value) in enumerate(mig.items()) for seed in range(5)]
-    groups, _ = report.group(records)
+    groups, _ = report_data.group(records)
     assert sorted(v for _, _, v, _ in groups) == ["noisy", "oracle", "original", "texture"]
-    rows = report.hypothesis_rows({"settings": settings}, groups)
+    rows = report_sections.hypothesis_rows({"settings": settings.record()}, groups)
     assert [r["outcome"] for r in rows] == ["supported"] * 4

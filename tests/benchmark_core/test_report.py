@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchmark.studies import report
+from benchmark.studies import report, report_data, report_figures, report_sections
 
 
 def _result(path, model, variant, seed, mig, dci, overpruned=False, eps=None):
@@ -39,14 +39,14 @@ def study(tmp_path):
 
 
 def test_means_drops_and_p_values_match_scipy(study):
-    groups, excluded = report.group(report.load_runs(study))
+    groups, excluded = report_data.group(report_data.load_runs(study))
     assert excluded == {("beta_vae", "dsprites", "modified", ""): 1}
-    rows = {(r["variant"]): r for r in report.summary_rows(groups, excluded)}
+    rows = {(r["variant"]): r for r in report_data.summary_rows(groups, excluded)}
     assert set(rows) == {"original", "modified", "modified@0.3"}
     assert rows["original"]["MIG mean"] == pytest.approx(np.mean(ORIGINAL))
     assert rows["original"]["MIG std"] == pytest.approx(np.std(ORIGINAL, ddof=1))
     assert rows["modified"]["seeds"] == 3 and rows["modified"]["excluded_overpruned"] == 1
-    drops = {(d["variant"], d["metric"]): d for d in report.drop_rows(groups)}
+    drops = {(d["variant"], d["metric"]): d for d in report_data.drop_rows(groups)}
     mig = drops[("modified", "MIG")]
     assert mig["drop"] == pytest.approx(np.mean(ORIGINAL) - np.mean(MODIFIED))
     assert mig["p_welch"] == pytest.approx(
@@ -70,7 +70,8 @@ def test_report_files(study, tmp_path):
     assert (f"| beta_vae | dsprites | {np.mean(ORIGINAL):.3f} ± {np.std(ORIGINAL, ddof=1):.3f}"
             f" (4) | {np.mean(MODIFIED):.3f} ± {np.std(MODIFIED, ddof=1):.3f} (3; 1 over-pruned "
             "excluded) | 0.020 (1) | "
-            f"{np.mean(ORIGINAL) - np.mean(MODIFIED):+.3f} (p {report._p(p)}) | +0.275 (p n/a) | "
+            f"{np.mean(ORIGINAL) - np.mean(MODIFIED):+.3f} (p {report_sections._p(p)}) | "
+            "+0.275 (p n/a) | "
             "0.23 ± 0.08 / 0.07 ± 0.09 / 0.14 ± 0.07 |") in text    # headline beside paper 002
     # Every arm the study ran is a column, at any strength; none it did not run.
     assert ("| original | modified | modified@0.3 | drop → modified | drop → modified@0.3 "
@@ -80,11 +81,11 @@ def test_report_files(study, tmp_path):
     for name in ("metrics.csv", "drops.csv", "metrics.tex", "drops.tex",
                  "figures/drops_mig.png", "figures/robustness_mig.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
-    with pytest.raises(report.ReportError, match="no finished run"):
+    with pytest.raises(report_data.ReportError, match="no finished run"):
         report.write_report(study / "runs" / "unfinished", tmp_path / "o2")
     (study / "runs" / "broken").mkdir()
     (study / "runs" / "broken" / "results.json").write_text("{")
-    with pytest.raises(report.ReportError, match="broken"):
+    with pytest.raises(report_data.ReportError, match="broken"):
         report.write_report(study, tmp_path / "o3")
 
 
@@ -101,10 +102,10 @@ def test_line_search_settings_become_groups_and_a_curve(tmp_path):
             result = json.loads((path / "results.json").read_text())
             result["gin_config"] = f"beta_vae.beta = {beta}\nrun.seed = {seed}\n"
             (path / "results.json").write_text(json.dumps(result))
-    groups, _ = report.group(report.load_runs(root))
+    groups, _ = report_data.group(report_data.load_runs(root))
     assert set(groups) == {("beta_vae", "dsprites", "original", "beta=1"),
                            ("beta_vae", "dsprites", "original", "beta=8")}
-    rows = report.summary_rows(groups, {})
+    rows = report_data.summary_rows(groups, {})
     beta8 = next(r for r in rows if r["setting"] == "beta=8")
     assert beta8["MIG mean"] == pytest.approx(np.mean(migs[8]))
     text = report.write_report(root, tmp_path / "out").read_text()
@@ -122,8 +123,8 @@ def test_drop_p_values_are_also_adjusted_per_metric(tmp_path):
                     originals[model][seed], 0.5)
             _result(root / "runs" / f"{model}_m{seed}", model, "modified", seed,
                     modified[model][seed], 0.5, eps=0.1)
-    drops = [d for d in report.drop_rows(report.group(report.load_runs(root))[0])
-             if d["metric"] == "MIG"]
+    groups = report_data.group(report_data.load_runs(root))[0]
+    drops = [d for d in report_data.drop_rows(groups) if d["metric"] == "MIG"]
     raw = [stats.ttest_ind(originals[d["model"]], modified[d["model"]],
                            equal_var=False).pvalue for d in drops]
     assert [d["p_welch"] for d in drops] == pytest.approx(raw)
@@ -132,23 +133,23 @@ def test_drop_p_values_are_also_adjusted_per_metric(tmp_path):
 
 
 def test_overpruning_is_an_outcome_per_arm(study):
-    groups, excluded = report.group(report.load_runs(study))
-    rows = {r["variant"]: r for r in report.overpruning_rows(groups, excluded)}
+    groups, excluded = report_data.group(report_data.load_runs(study))
+    rows = {r["variant"]: r for r in report_sections.overpruning_rows(groups, excluded)}
     assert list(rows) == ["original", "modified", "modified@0.3"]
     assert (rows["modified"]["runs"], rows["modified"]["overpruned"]) == (4, 1)
     assert rows["modified"]["rate"] == 0.25 and rows["original"]["p_fisher"] is None
     assert rows["modified"]["p_fisher"] == pytest.approx(
         stats.fisher_exact([[0, 4], [1, 3]]).pvalue)
-    text = "\n".join(report.overpruning_lines(list(rows.values())))
+    text = "\n".join(report_sections.overpruning_lines(list(rows.values())))
     assert "| beta_vae | dsprites | modified |  | 4 | 1 | 25% | 1.000 |" in text
-    assert "No run is over-pruned" in "\n".join(report.overpruning_lines(
+    assert "No run is over-pruned" in "\n".join(report_sections.overpruning_lines(
         [{**r, "overpruned": 0} for r in rows.values()]))
 
 
 def test_power_statement_of_the_headline_drops(study):
     from benchmark.statistics import stats as ours
-    drops = report.drop_rows(report.group(report.load_runs(study))[0])
-    (row,) = report.power_rows(drops)                  # modified@0.3 has one run: no test
+    drops = report_data.drop_rows(report_data.group(report_data.load_runs(study))[0])
+    (row,) = report_sections.power_rows(drops)         # modified@0.3 has one run: no test
     sd_o, sd_m = np.std(ORIGINAL, ddof=1), np.std(MODIFIED, ddof=1)
     drop = np.mean(ORIGINAL) - np.mean(MODIFIED)
     assert row["seeds_needed"] == ours.seeds_needed(drop, sd_o, 0.05, 0.8, sd_m)
@@ -176,7 +177,7 @@ def test_preregistered_hypotheses_come_first(study, tmp_path):
     text = report.write_report(study, tmp_path / "out2").read_text()
     assert "**Amended:**" in text                       # declared after the study started
     (study / "study.json").write_text(json.dumps({"settings": {"hypotheses": [{"id": "H"}]}}))
-    with pytest.raises(report.ReportError, match="study.json.*'test' is required"):
+    with pytest.raises(report_data.ReportError, match="study.json.*'test' is required"):
         report.write_report(study, tmp_path / "out3")
 
 
@@ -189,11 +190,11 @@ def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
         drops = [{"metric": "MIG", "variant": "modified", "dataset": "dsprites",
                   "model": "beta_vae", "setting": "", "drop": 0.2, "ci_low": 0.1,
                   "ci_high": 0.3}]
-        assert report.drop_figure(drops, "MIG", tmp_path / "d.png")
+        assert report_figures.drop_figure(drops, "MIG", tmp_path / "d.png")
         rows = [{"model": "beta_vae", "dataset": "dsprites", "MIG mean": m, "MIG std": 0.1,
                  "x": x} for x, m in ((0.0, 0.3), (0.1, 0.2))]
-        assert report.curve_figure(rows, "MIG", lambda r: [(r["x"], "")], "eps",
-                                   tmp_path / "c.png")
+        assert report_figures.curve_figure(rows, "MIG", lambda r: [(r["x"], "")], "eps",
+                                           tmp_path / "c.png")
         assert matplotlib.get_backend() == "svg"
     finally:
         matplotlib.use(before)
@@ -204,17 +205,17 @@ def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
 def test_curves_only_for_eps_sweeps_and_one_drop_sign(study, tmp_path):
     """A variant run at one strength is a bar of the drop chart, never a two-point curve
     beside another variant on one eps axis; 'drop' is positive = worse for every column."""
-    records = report.load_runs(study)
-    assert report.sweeps(records) == {("beta_vae", "dsprites", "modified")}   # 0.1 and 0.3
+    records = report_data.load_runs(study)
+    assert report_figures.sweeps(records) == {("beta_vae", "dsprites", "modified")}  # 0.1, 0.3
     single = tmp_path / "single"
     for i, v in enumerate(ORIGINAL[:3]):
         _result(single / "runs" / f"o{i}", "beta_vae", "original", i, v, 0.5)
         _result(single / "runs" / f"n{i}", "beta_vae", "noisy", i, v - 0.01, 0.5, eps=0.1)
         _result(single / "runs" / f"m{i}", "beta_vae", "modified", i, v - 0.1, 0.5, eps=0.1)
-    records = report.load_runs(single)
-    assert report.sweeps(records) == set()
-    points = report.eps_points(set())
-    assert all(points(r) == [] for r in report.summary_rows(*report.group(records)))
+    records = report_data.load_runs(single)
+    assert report_figures.sweeps(records) == set()
+    points = report_figures.eps_points(set())
+    assert all(points(r) == [] for r in report_data.summary_rows(*report_data.group(records)))
     text = report.write_report(single, tmp_path / "out").read_text()
     figures = tmp_path / "out" / "figures"
     assert (figures / "drops_mig.png").exists() and not (figures / "robustness_mig.png").exists()
@@ -223,7 +224,7 @@ def test_curves_only_for_eps_sweeps_and_one_drop_sign(study, tmp_path):
     # A lower-is-better column: a larger loss on the variant is a positive drop.
     groups = {("m", "d", "original", ""): [{"values": {"Recon.": v}} for v in (10., 11., 12.)],
               ("m", "d", "noisy", ""): [{"values": {"Recon.": v}} for v in (20., 21., 22.)]}
-    (recon,) = [d for d in report.drop_rows(groups) if d["metric"] == "Recon."]
+    (recon,) = [d for d in report_data.drop_rows(groups) if d["metric"] == "Recon."]
     assert recon["drop"] == pytest.approx(10.0) and recon["ci_low"] > 0
 
 
@@ -245,13 +246,13 @@ def test_hypothesis_on_a_variant_run_at_one_non_default_strength(tmp_path):
     declared = [{"id": "H1", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
                  "variant": "noisy"}]
     (root / "study.json").write_text(json.dumps({"settings": {"hypotheses": declared}}))
-    (row,) = report.hypothesis_rows(report.read_study(root),
-                                    report.group(report.load_runs(root))[0])
+    (row,) = report_sections.hypothesis_rows(
+        report_data.read_study(root), report_data.group(report_data.load_runs(root))[0])
     assert row["outcome"] == "supported"
     assert row["estimate"] == pytest.approx(np.mean(ORIGINAL) - np.mean(MODIFIED))
     _result(root / "runs" / "n9", "beta_vae", "noisy", 9, 0.2, 0.5, eps=0.5)
-    (row,) = report.hypothesis_rows(report.read_study(root),
-                                    report.group(report.load_runs(root))[0])
+    (row,) = report_sections.hypothesis_rows(
+        report_data.read_study(root), report_data.group(report_data.load_runs(root))[0])
     assert row["outcome"].startswith("not testable")        # two strengths: ambiguous
 
 
@@ -262,9 +263,11 @@ def test_scale_line_counts_over_pruned_runs_as_seeds():
     table = pd.DataFrame({"steps": [2000] * 15})
     original = ("beta_vae", "shapes3d", "original", "")
     modified = ("beta_vae", "shapes3d", "modified", "")
-    line = report.scale_line(table, {original: [{}] * 3}, {original: 2, modified: 5})
+    line = report_sections.scale_line(table, {original: [{}] * 3},
+                                      {original: 2, modified: 5})
     assert "2,000 training steps" in line and "; 5 seeds per group" in line
-    assert "2-5 seeds" in report.scale_line(table, {original: [{}] * 2}, {modified: 5})
+    assert "2-5 seeds" in report_sections.scale_line(table, {original: [{}] * 2},
+                                                     {modified: 5})
 
 
 def test_a_flagged_artefact_opens_the_report_as_a_user_calls_it(study, tmp_path):
@@ -314,7 +317,8 @@ def test_the_report_says_what_the_runs_cost_and_on_which_cpu(study, tmp_path):
         payload = json.loads((runs / name / "results.json").read_text())
         payload.update(wall_seconds=wall, machine=ran_on, resumed_from=resumed)
         (runs / name / "results.json").write_text(json.dumps(payload))
-    rows = {r["model"]: r for r in report.compute_rows(report.load_runs(study))}
+    rows = {r["model"]: r
+            for r in report_sections.compute_rows(report_data.load_runs(study))}
     bvae = rows["beta_vae"]
     assert (bvae["runs"], bvae["resumed"], bvae["timed"]) == (9, 1, 2)       # the over-pruned run included
     assert bvae["wall_minutes"] == pytest.approx((1500 + 1300 + 900) / 3 / 60)
@@ -348,7 +352,8 @@ def test_each_arms_size_is_listed_and_an_unmeasured_arm_is_named(study, tmp_path
     with open(tmp_path / "out" / "arm_sizes.csv") as f:
         assert [r["energy_per_image"] for r in csv.DictReader(f)] == ["40.25"]
     (samples / "dsprites_modified.change.json").write_text(json.dumps({"dataset": "x"}))
-    with pytest.raises(report.ReportError, match="dsprites_modified.change.json: expected"):
+    with pytest.raises(report_data.ReportError,
+                       match="dsprites_modified.change.json: expected"):
         report.write_report(study, tmp_path / "again")
 
 
@@ -383,8 +388,8 @@ def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
              "dataset": "dsprites", "versus": versus}
             for i, versus in enumerate(("noisy@0.0473", "noisy", "noisy@0.1"))]
     (root / "study.json").write_text(json.dumps({"settings": {"hypotheses": both}}))
-    matched, paper, named = report.hypothesis_rows(report.read_study(root),
-                                                   report.group(report.load_runs(root))[0])
+    matched, paper, named = report_sections.hypothesis_rows(
+        report_data.read_study(root), report_data.group(report_data.load_runs(root))[0])
     assert matched["n"] == paper["n"] == "4 / 4"
     # named at its default strength in full (manipulation_ellipse3_cpu's S1), the paper's
     # arm is the same group, not "not testable"
@@ -392,7 +397,8 @@ def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
     text = report.write_report(root, tmp_path / "out").read_text()
     assert "'noisy' is noisy@0.1 on dsprites (the dataset's default strength, paper 002's)" in text
     from benchmark.data.oracle import ORACLE_EPS
-    note = report.label_note([{"dataset": "dsprites", "variant": f"wave@{ORACLE_EPS:g}"}])
+    note = report_sections.label_note([{"dataset": "dsprites",
+                                        "variant": f"wave@{ORACLE_EPS:g}"}])
     assert f"'wave' is wave@{ORACLE_EPS:g} on dsprites (the oracle control's default" in note
     matched_means = np.mean(ORIGINAL) + 0.02 * 1.5 - (np.mean(ORIGINAL) - 0.10)
     assert matched["estimate"] == pytest.approx(matched_means)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchmark.runs import results
-from benchmark.studies import report
+from benchmark.studies import report, report_data
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -186,8 +186,8 @@ def test_report_numbers_do_not_depend_on_the_schema(tmp_path):
     assert text_v1 == text_v2
     assert (f"| beta_vae | dsprites | {np.mean(migs['original']):.3f} ± "
             f"{np.std(migs['original'], ddof=1):.3f} (3; 1 over-pruned excluded)") in text_v2
-    summary = {r["variant"]: r for r in report.summary_rows(
-        *report.group(report.load_runs(tmp_path / "v2")))}
+    summary = {r["variant"]: r for r in report_data.summary_rows(
+        *report_data.group(report_data.load_runs(tmp_path / "v2")))}
     assert summary["noisy"]["MIG mean"] == float(np.mean(migs["noisy"]))
     assert summary["noisy"]["MIG std"] == float(np.std(migs["noisy"], ddof=1))
     assert summary["noisy"]["DCI-D mean"] == float(np.mean(np.add(migs["noisy"], 0.4)))
@@ -207,7 +207,7 @@ def test_line_search_setting_comes_from_the_hyperparameters(tmp_path):
     for beta in ("1", "1e-05"):
         _write_v2(root / "runs" / f"b{beta}", gin=GIN.replace("8.0", beta))
     _write_v2(root / "runs" / "unbound", gin="run.seed = 2\n")
-    settings = sorted(r["setting"] for r in report.load_runs(root))
+    settings = sorted(r["setting"] for r in report_data.load_runs(root))
     assert settings == ["beta=1", "beta=1e-05", "beta=?"]
 
 
@@ -236,7 +236,7 @@ def test_malformed_results_json_is_one_clear_error(tmp_path, content, expected):
         results.read(run_dir)
     with pytest.raises(results.ResultsError, match="bad/results.json: expected"):
         results.load(tmp_path / "study")
-    with pytest.raises(report.ReportError, match="bad/results.json: expected"):
+    with pytest.raises(report_data.ReportError, match="bad/results.json: expected"):
         report.write_report(tmp_path / "study", tmp_path / "out")
 
 

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import pathlib
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from benchmark.core.errors import ConfigError
-from benchmark.studies import report, study
+from benchmark.studies import report_data, study
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
@@ -70,8 +71,9 @@ def test_model_variants_train_a_model_on_a_subset_of_the_variants(tmp_path):
     names = {s.name for s in study.expand(settings)}
     assert len(names) == 3 * 2 + 1 * 2
     assert "ae_dsprites_original_seed1" in names and "ae_dsprites_wave@0.3_seed0" not in names
-    assert settings["model_variants"] == {"ae": ["original"]}
-    assert "model_variants" not in study.study_settings(**common)   # old studies unchanged
+    assert settings.model_variants == {"ae": ["original"]}
+    assert settings.record()["model_variants"] == {"ae": ["original"]}
+    assert "model_variants" not in study.study_settings(**common).record()  # old: unchanged
     with pytest.raises(ValueError, match="subset of study.variants"):
         study.study_settings(**common, model_variants={"ae": ["wave@0.2"]})
     with pytest.raises(ValueError, match="not in study.models"):
@@ -99,7 +101,7 @@ def test_cell_seeds_give_a_model_or_one_cell_fewer_seeds(tmp_path):
     assert "pcl_dsprites_original_seed1" in names and "pcl_dsprites_original_seed2" not in names
     assert names.index("pcl_dsprites_original_seed1") < names.index(   # still seed-major
         "beta_vae_dsprites_original_seed2")
-    assert "cell_seeds" not in study.study_settings(**common)   # old studies unchanged
+    assert "cell_seeds" not in study.study_settings(**common).record()  # old: unchanged
     for wrong, message in (({"pcl": [7]}, "subset of study.seeds"),
                            ({"pcl/noisy@0.1": [0]}, "found 'pcl/noisy@0.1'"),
                            ({"ae": [0]}, "found 'ae'"), ({"pcl": []}, "non-empty")):
@@ -149,7 +151,7 @@ def test_study_is_interrupted_resumes_and_skips_finished_runs(tmp_path):
     assert noisy["dataset"]["variant"] == "noisy" and noisy["dataset"]["eps"] == 0.1
     assert (out / "samples" / "dsprites_noisy.png").exists()
     assert json.loads((out / "samples" / "dsprites_noisy.change.json").read_text())["linf"] > 0
-    rows = report.summary_rows(*report.group(report.load_runs(out)))
+    rows = report_data.summary_rows(*report_data.group(report_data.load_runs(out)))
     assert {r["variant"] for r in rows} == {"original", "noisy"}
 
 
@@ -164,8 +166,9 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path):
         {"settings": {"name": "older"}, "runs": [{"name": "older_run", "gin_files": [],
                                                    "bindings": []}]}))
     # a run that fails while it runs (no official file where the source asks for one)
-    settings = {**_settings(out, models={"broken": "models/ae.gin"}, variants=["original"]),
-                "source": "file"}
+    settings = dataclasses.replace(
+        _settings(out, models={"broken": "models/ae.gin"}, variants=["original"]),
+        source="file")
     first = study.execute(settings)
     assert first["failed"] == ["broken_dsprites_original_seed0"]
     failed = json.loads((out / "failed.json").read_text())
@@ -189,8 +192,9 @@ def test_a_grid_that_cannot_be_configured_is_refused_before_any_run(tmp_path, ca
     for models, bindings, words in (({"broken": "models/no_such_model.gin"}, [],
                                      "no_such_model"),
                                     ({"ae": "models/ae.gin"}, ["run.stepz = 4"], "stepz")):
-        settings = {**_settings(out, models=models, variants=["original", "noisy"]),
-                    "bindings": [*TINY_RUN, *bindings]}
+        settings = dataclasses.replace(
+            _settings(out, models=models, variants=["original", "noisy"]),
+            bindings=(*TINY_RUN, *bindings))
         with pytest.raises(ConfigError, match=rf"cannot be configured, so no run was "
                                               rf"started: .*{words}.*\(and 1 more"):
             study.execute(settings)
@@ -267,7 +271,7 @@ def test_report_counts_a_copied_run_once(tmp_path, caplog):
     out, _ = _published_copy(tmp_path)
     shutil.copytree(out / "runs" / "ae_dsprites_original_seed0",
                     out / "runs" / "copy_of_ae_dsprites_original_seed0")
-    runs = report.load_runs(out)
+    runs = report_data.load_runs(out)
     assert len(runs) == 1 and runs[0]["run_dir"].endswith("/ae_dsprites_original_seed0")
     assert "is the same run as" in caplog.text
 
@@ -342,8 +346,9 @@ def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
     commands = []
     monkeypatch.setattr(study, "run_one", lambda command, cwd: (commands.append(command)
                                                                 or (0, "")))
-    settings = {**_settings(tmp_path / "s", variants=["original", "wave@0.3"]),
-                "bindings": [*TINY_RUN, "data.fixed_factors = {'shape': 1, 'scale': 5}"]}
+    settings = dataclasses.replace(
+        _settings(tmp_path / "s", variants=["original", "wave@0.3"]),
+        bindings=(*TINY_RUN, "data.fixed_factors = {'shape': 1, 'scale': 5}"))
     (tmp_path / "samples").mkdir()
     (tmp_path / "samples" / "dsprites_original.png").write_bytes(b"")
     (tmp_path / "samples" / "dsprites_wave@0.3.png").write_bytes(b"")

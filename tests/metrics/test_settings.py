@@ -154,7 +154,7 @@ def _settings(seed, classifier="threshold", discrete=False, batch_size=16):
 
 
 def test_report_refuses_a_column_of_different_settings_and_accepts_legacy(tmp_path):
-    from benchmark.studies import report
+    from benchmark.studies import report, report_data
     root = tmp_path / "study"
     _run_result(root / "runs" / "a", 0, _settings(0))
     _run_result(root / "runs" / "b", 1, _settings(1, discrete=True, batch_size=64))
@@ -164,7 +164,7 @@ def test_report_refuses_a_column_of_different_settings_and_accepts_legacy(tmp_pa
     assert "## Metric settings" in text
     assert "| SAP | `sap` | classifier=threshold, num_test=5000, num_train=10000 | 2 | 1 |" in text
     _run_result(root / "runs" / "c", 3, _settings(3, classifier="linear_svm"))
-    with pytest.raises(report.ReportError) as error:
+    with pytest.raises(report_data.ReportError) as error:
         report.write_report(root, tmp_path / "out2")
     message = str(error.value)
     assert "SAP" in message and "sap.classifier = 'threshold' in 2 run(s) vs 'linear_svm' " \
