@@ -28,6 +28,7 @@ made. `--dry_run` prints the plan (game, references and where they come from, ou
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -73,13 +74,13 @@ def define_flags() -> None:
                          "and train nothing.")
 
 
-def output_dirs(settings: dict) -> list[pathlib.Path]:
+def output_dirs(settings: GenerateSettings) -> list[pathlib.Path]:
     """The artefact directories this generation writes: output_dir and its eps sweep."""
-    out = pathlib.Path(settings["output_dir"])
-    return [out] + [out.parent / f"{out.name}_eps{eps:g}" for eps in settings["eps_sweep"]]
+    out = pathlib.Path(settings.output_dir)
+    return [out] + [out.parent / f"{out.name}_eps{eps:g}" for eps in settings.eps_sweep]
 
 
-def occupied_outputs(settings: dict) -> list[pathlib.Path]:
+def occupied_outputs(settings: GenerateSettings) -> list[pathlib.Path]:
     """The artefact directories this generation would write (output_dir and its eps
     sweep) that already hold files: published artefacts others load must not be replaced
     by accident."""
@@ -92,23 +93,117 @@ FINISHED = "generated.json"
 REFERENCES = references.IN_ARTEFACT
 
 
-def finished_record(settings: dict) -> dict:
+def finished_record(settings: GenerateSettings) -> dict:
     """What work_dir/generated.json records of a generation that wrote all its outputs:
     the settings that decide them beyond the game's (GAME_KEYS)."""
-    return {"steps": settings["steps"], "eps_sweep": settings["eps_sweep"],
+    return {"steps": settings.steps, "eps_sweep": list(settings.eps_sweep),
             "outputs": [str(d) for d in output_dirs(settings)]}
 
 
-def already_generated(settings: dict) -> bool:
+def already_generated(settings: GenerateSettings) -> bool:
     """Whether this generation finished before with these settings: its work_dir's record
     matches (`finished_record`; the game's own settings are checked separately by
     `check_game_settings`) and every output still holds its metadata.json."""
-    path = pathlib.Path(settings["work_dir"]) / FINISHED
+    path = pathlib.Path(settings.work_dir) / FINISHED
     if not path.is_file():
         return False
     found = artefact.read_json_object(path, UserError)
     return (found == json.loads(json.dumps(finished_record(settings)))
             and all((d / "metadata.json").is_file() for d in output_dirs(settings)))
+
+
+def _plain(value):
+    """A setting's value as the records keep it: tuples as lists (JSON)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateSettings:
+    """A generation's checked settings (`generation_settings` builds them from the gin
+    `generation.*` bindings; its docstring says more of each). `record()` is every
+    setting as a plain dict, `game_record()` the part work_dir/game_settings.json keeps
+    (and the artefact's metadata.json under training.game_settings)."""
+    dataset: str
+    """The dataset the game manipulates ('dsprites', 'shapes3d')."""
+    source: str
+    """Where its images come from (data.source: 'auto', 'file', 'procedural')."""
+    eps: float
+    """The manipulation strength, in (0, 1] (default: the dataset's, 0.1 dSprites, 0.175
+    Shapes3D)."""
+    reference_gin_files: tuple
+    """Gin files of the reference restarts trained into work_dir/references/seed<S>."""
+    reference_bindings: tuple
+    """Gin bindings of those restarts (besides the dataset's)."""
+    reference_seeds: tuple
+    """Seeds (ints) of the restarts to train; (): none, only reference_runs and the
+    reference_study's pool."""
+    reference_runs: tuple
+    """Finished run directories used as references as well."""
+    reference_study: str | None
+    """A study directory whose finished runs of reference_model on original `dataset`
+    join the references; None: none."""
+    reference_model: str
+    """The model of reference_study's runs that are references ('beta_vae')."""
+    reference_exclude_overpruned: bool
+    """Choose the references among runs that are not over-pruned only."""
+    reference_min_mig_gap: float | None
+    """The MIG contrast the chosen references must have, in [0, 1]; None: any."""
+    reference_artefacts: tuple
+    """Artefact directories whose published references stand for chosen runs that kept
+    no checkpoints."""
+    ensemble_size: int
+    """k >= 1: k entangled + k disentangled references (1 dSprites, 4 Shapes3D)."""
+    steps: int
+    """Updates of m (>= 1); each also makes 3 decoder updates."""
+    batch_size: int
+    """Images per update (>= 1)."""
+    latent_samples: int
+    """Latent samples per image in the decoder losses (>= 1; 5, appendix B.1)."""
+    seed: int
+    """The game's seed: m's initial weights, its batches, the evidence's samples."""
+    work_dir: str
+    """Where the references, the game's checkpoints and its records are written."""
+    output_dir: str
+    """The artefact directory (the eps sweep's are <output_dir>_eps<E> beside it)."""
+    eps_sweep: tuple
+    """Further strengths, each in (0, 1], written as artefacts of the same m(w)."""
+    checkpoint_every: int
+    """Updates between the game's checkpoints."""
+    log_every: int
+    """Updates between its logged losses."""
+    evidence_points: int
+    """Samples of the MIG evaluation on original vs modified data."""
+    reconstruction: str
+    """The game's reconstruction loss (manipulation.RECONSTRUCTIONS: 'squared_error',
+    'bernoulli')."""
+    mean_penalty: float
+    """The game's batch-mean penalty on m (>= 0)."""
+    output_init_scale: float
+    """m's last layer starts scaled by this, in (0, 1]."""
+    neuron_learning_rate_scale: float
+    """The one neuron's learning rate as a multiple (> 0) of m's; 1: one optimiser."""
+    gate_steps: int
+    """Decoder updates of each arm of the re-adaptation gate (>= 0; 0: no gate)."""
+    fixed_factors: dict
+    """{factor name: class}: the dataset reduced to the other factors; {}: the whole
+    dataset."""
+    unit_variance_init: bool
+    """Rescale m's initial weights to unit pre-activation variance (False: Glorot)."""
+    neuron_direction: str | tuple | None
+    """The one neuron's initial direction: 'diagonal', one finite number per factor (not
+    all 0), or None (the random draw of `seed`)."""
+
+    def record(self) -> dict:
+        """{setting: value}, tuples as lists (JSON)."""
+        return {k: _plain(v) for k, v in dataclasses.asdict(self).items()}
+
+    def game_record(self) -> dict:
+        """The settings that decide what the game trains, as game_settings.json keeps them
+        beside the optimisers: GAME_KEYS, and CHOICE_KEYS only where set otherwise than
+        their defaults (so games recorded before they existed resume unchanged)."""
+        return {**{k: _plain(getattr(self, k)) for k in GAME_KEYS},
+                **{k: _plain(getattr(self, k)) for k, default in CHOICE_KEYS.items()
+                   if getattr(self, k) != default}}
 
 
 @gin.configurable("generation")
@@ -130,7 +225,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         reference_model: str = "beta_vae",
                         reference_exclude_overpruned: bool = False,
                         reference_min_mig_gap: float | None = None,
-                        reference_artefacts=()) -> dict:
+                        reference_artefacts=()) -> GenerateSettings:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
     eps: manipulation strength (None: 0.1 dSprites, 0.175 Shapes3D, sec. 5.2).
@@ -218,40 +313,41 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
     for value in (eps, *eps_sweep):
         if not 0.0 < float(value) <= 1.0:
             raise ValueError(f"generation eps values must be in (0, 1], found {value}")
-    return dict(dataset=dataset, source=source, eps=float(eps),
-                reference_gin_files=list(reference_gin_files),
-                reference_bindings=list(reference_bindings),
-                reference_seeds=[int(s) for s in reference_seeds],
-                reference_runs=[str(r) for r in reference_runs],
-                reference_study=None if reference_study is None else str(reference_study),
-                reference_model=str(reference_model),
-                reference_exclude_overpruned=bool(reference_exclude_overpruned),
-                reference_min_mig_gap=(None if reference_min_mig_gap is None
-                                       else float(reference_min_mig_gap)),
-                reference_artefacts=[str(a) for a in reference_artefacts],
-                ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
-                latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
-                output_dir=str(output_dir), eps_sweep=[float(e) for e in eps_sweep],
-                checkpoint_every=int(checkpoint_every), log_every=int(log_every),
-                evidence_points=int(evidence_points), reconstruction=str(reconstruction),
-                mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
-                neuron_learning_rate_scale=float(neuron_learning_rate_scale),
-                gate_steps=int(gate_steps),
-                fixed_factors=dict(fixed_factors or {}),
-                unit_variance_init=bool(unit_variance_init),
-                neuron_direction=(neuron_direction if neuron_direction is None
-                                  or isinstance(neuron_direction, str)
-                                  else [float(v) for v in neuron_direction]))
+    return GenerateSettings(
+        dataset=dataset, source=source, eps=float(eps),
+        reference_gin_files=tuple(reference_gin_files),
+        reference_bindings=tuple(reference_bindings),
+        reference_seeds=tuple(int(s) for s in reference_seeds),
+        reference_runs=tuple(str(r) for r in reference_runs),
+        reference_study=None if reference_study is None else str(reference_study),
+        reference_model=str(reference_model),
+        reference_exclude_overpruned=bool(reference_exclude_overpruned),
+        reference_min_mig_gap=(None if reference_min_mig_gap is None
+                               else float(reference_min_mig_gap)),
+        reference_artefacts=tuple(str(a) for a in reference_artefacts),
+        ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
+        latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
+        output_dir=str(output_dir), eps_sweep=tuple(float(e) for e in eps_sweep),
+        checkpoint_every=int(checkpoint_every), log_every=int(log_every),
+        evidence_points=int(evidence_points), reconstruction=str(reconstruction),
+        mean_penalty=float(mean_penalty), output_init_scale=float(output_init_scale),
+        neuron_learning_rate_scale=float(neuron_learning_rate_scale),
+        gate_steps=int(gate_steps),
+        fixed_factors=dict(fixed_factors or {}),
+        unit_variance_init=bool(unit_variance_init),
+        neuron_direction=(neuron_direction if neuron_direction is None
+                          or isinstance(neuron_direction, str)
+                          else tuple(float(v) for v in neuron_direction)))
 
 
-def generation_data(settings: dict):
+def generation_data(settings: GenerateSettings):
     """The dataset of a generation: `dataset` from `source`, reduced to `fixed_factors`
     when some are given (ValueError naming the factor when one is not the dataset's)."""
-    data = get_dataset(settings["dataset"], settings["source"])
-    if settings["fixed_factors"]:
-        data = FactorSubset(data, settings["fixed_factors"])
-    direction = settings.get("neuron_direction")
-    if isinstance(direction, list) and len(direction) != data.num_factors:
+    data = get_dataset(settings.dataset, settings.source)
+    if settings.fixed_factors:
+        data = FactorSubset(data, settings.fixed_factors)
+    direction = settings.neuron_direction
+    if isinstance(direction, tuple) and len(direction) != data.num_factors:
         raise ValueError(f"generation.neuron_direction: expected {data.num_factors} numbers "
                          f"(one per factor of {data.name}: {', '.join(data.factor_names)}), "
                          f"found {len(direction)}")
@@ -262,19 +358,20 @@ def generation_data(settings: dict):
 INIT_FACTORS = 1024
 
 
-def initial_manipulation(data, settings: dict):
-    """m(w) at its initial weights, a function of `settings['seed']` only (Keras draws
+def initial_manipulation(data, settings: GenerateSettings):
+    """m(w) at its initial weights, a function of `settings.seed` only (Keras draws
     initial weights from the global seed, so an unseeded build differs run to run), with
     `unit_variance_init` rescaled on INIT_FACTORS factor vectors drawn with that seed."""
-    keras.utils.set_random_seed(settings["seed"])
+    keras.utils.set_random_seed(settings.seed)
     network = manipulation.manipulation_network(data.num_factors, data.observation_shape,
-                                                settings["output_init_scale"])
-    if settings.get("neuron_direction") is not None:
-        weights = manipulation.set_neuron_direction(network, settings["neuron_direction"])
-        logging.info("neuron_direction %s: initial weights %s", settings["neuron_direction"],
+                                                settings.output_init_scale)
+    if settings.neuron_direction is not None:
+        weights = manipulation.set_neuron_direction(network, settings.neuron_direction)
+        logging.info("neuron_direction %s: initial weights %s",
+                     _plain(settings.neuron_direction),
                      ", ".join(f"{w:.3g}" for w in weights))
-    if settings.get("unit_variance_init"):
-        factors = data.sample_factors(INIT_FACTORS, np.random.default_rng(settings["seed"]))
+    if settings.unit_variance_init:
+        factors = data.sample_factors(INIT_FACTORS, np.random.default_rng(settings.seed))
         scales = manipulation.unit_variance_init(
             network, pipeline.scaled_factors(factors, data.factor_sizes))
         logging.info("unit_variance_init: layers divided by %s",
@@ -309,12 +406,14 @@ def scaled_optimizer(optimizer, scale: float):
     `scale` times its own; None when scale is 1 (the paper: one optimiser for all of m)."""
     if float(scale) == 1.0:
         return None
-    settings = optimizer.get_config()
-    if not isinstance(settings.get("learning_rate"), (int, float)):
+    optimizer_config = optimizer.get_config()
+    rate = optimizer_config.get("learning_rate")
+    if not isinstance(rate, (int, float)):
         raise ValueError("generation.neuron_learning_rate_scale needs m's optimiser to have "
-                         f"a constant learning rate, found {settings.get('learning_rate')!r}")
-    return type(optimizer).from_config({**settings, "name": f"{settings['name']}_neuron",
-                                        "learning_rate": settings["learning_rate"] * scale})
+                         f"a constant learning rate, found {rate!r}")
+    return type(optimizer).from_config({**optimizer_config,
+                                        "name": f"{optimizer_config['name']}_neuron",
+                                        "learning_rate": rate * scale})
 
 
 #: the settings that decide what the game trains (not `steps`: a finished game can be
@@ -332,16 +431,14 @@ CHOICE_KEYS = {"reference_study": None, "reference_model": "beta_vae",
                "reference_exclude_overpruned": False, "reference_min_mig_gap": None}
 
 
-def check_game_settings(work_dir, settings: dict, optimizers) -> dict:
+def check_game_settings(work_dir, settings: GenerateSettings, optimizers) -> dict:
     """The game's settings (GAME_KEYS and the optimisers' configs), checked against
     work_dir/game_settings.json when a game was started there before: other settings are a
     UserError naming each difference, so a resumed checkpoint never continues a game of
     another configuration. Nothing is written here (`record_game_settings` does, when the
     game starts), so a generation that fails before its game leaves no record behind."""
     work_dir = pathlib.Path(work_dir)
-    wanted = {**{k: settings[k] for k in GAME_KEYS},
-              **{k: settings[k] for k, default in CHOICE_KEYS.items()
-                 if settings.get(k, default) != default},
+    wanted = {**settings.game_record(),
               "optimizers": [{k: v for k, v in o.get_config().items() if k != "name"}
                              for o in optimizers]}
     wanted = json.loads(json.dumps(wanted))         # as it reads back: tuples -> lists
@@ -394,77 +491,77 @@ def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
     return finished, len(candidates)
 
 
-def gather_references(settings: dict) -> list[dict]:
+def gather_references(settings: GenerateSettings) -> list[dict]:
     """Trains the missing restarts (runner; finished ones are skipped) and reads them all
     with the finished runs of the reference study's pool."""
-    runs = list(settings["reference_runs"])
-    if settings.get("reference_study"):
-        pooled, listed = pool_runs(settings["reference_study"], settings["reference_model"],
-                                   settings["dataset"])
+    runs = list(settings.reference_runs)
+    if settings.reference_study:
+        pooled, listed = pool_runs(settings.reference_study, settings.reference_model,
+                                   settings.dataset)
         if len(pooled) < listed:
             raise references.ReferenceError(
-                f"reference pool {settings['reference_study']}: {listed - len(pooled)} of its "
-                f"{listed} {settings['reference_model']} runs on original "
-                f"{settings['dataset']} are not finished; finish the study first (rerun its "
+                f"reference pool {settings.reference_study}: {listed - len(pooled)} of its "
+                f"{listed} {settings.reference_model} runs on original "
+                f"{settings.dataset} are not finished; finish the study first (rerun its "
                 "command) so that the references are chosen from the whole pool")
         runs += pooled
-    bindings = [*settings["reference_bindings"], f"data.name = '{settings['dataset']}'",
-                f"data.source = '{settings['source']}'"]
-    if settings["fixed_factors"]:
-        bindings.append(f"data.fixed_factors = {settings['fixed_factors']!r}")
-    for seed in settings["reference_seeds"]:
-        run_dir = pathlib.Path(settings["work_dir"]) / "references" / f"seed{seed}"
+    bindings = [*settings.reference_bindings, f"data.name = '{settings.dataset}'",
+                f"data.source = '{settings.source}'"]
+    if settings.fixed_factors:
+        bindings.append(f"data.fixed_factors = {settings.fixed_factors!r}")
+    for seed in settings.reference_seeds:
+        run_dir = pathlib.Path(settings.work_dir) / "references" / f"seed{seed}"
         logging.info("reference restart seed %d -> %s", seed, run_dir)
-        runs.append(str(references.train_reference(settings["reference_gin_files"], bindings,
+        runs.append(str(references.train_reference(settings.reference_gin_files, bindings,
                                                    seed, run_dir)))
     found = [references.read_reference(r) for r in runs]
     for ref in found:
         described = ref["dataset"] if isinstance(ref["dataset"], dict) else {}
-        if (described.get("name") != settings["dataset"]
+        if (described.get("name") != settings.dataset
                 or described.get("variant", "original") != "original"
-                or dict(described.get("fixed_factors") or {}) != settings["fixed_factors"]):
+                or dict(described.get("fixed_factors") or {}) != settings.fixed_factors):
             raise references.ReferenceError(
                 f"reference {ref['run_dir']}: expected a run on original "
-                f"{settings['dataset']} with fixed factors "
-                f"{settings['fixed_factors'] or 'none'}, found {ref['dataset']}")
+                f"{settings.dataset} with fixed factors "
+                f"{settings.fixed_factors or 'none'}, found {ref['dataset']}")
     return found
 
 
-def plan(settings: dict) -> str:
+def plan(settings: GenerateSettings) -> str:
     """What a generation would do, from what is on disk now: its game, where its references
     come from (finished or to train) and which of them would be chosen when all are
     finished, and its outputs."""
-    out = pathlib.Path(settings["output_dir"])
-    k = settings["ensemble_size"]
-    lines = [f"generation of modified {settings['dataset']}"
-             + (f" (fixed factors {settings['fixed_factors']})" if settings["fixed_factors"]
+    out = pathlib.Path(settings.output_dir)
+    k = settings.ensemble_size
+    lines = [f"generation of modified {settings.dataset}"
+             + (f" (fixed factors {settings.fixed_factors})" if settings.fixed_factors
                 else "")
-             + f": eps {settings['eps']:g}"
-             + (f" (and {', '.join(f'{e:g}' for e in settings['eps_sweep'])})"
-                if settings["eps_sweep"] else "")
-             + f", {settings['steps']} updates of m at batch {settings['batch_size']}, "
+             + f": eps {settings.eps:g}"
+             + (f" (and {', '.join(f'{e:g}' for e in settings.eps_sweep)})"
+                if settings.eps_sweep else "")
+             + f", {settings.steps} updates of m at batch {settings.batch_size}, "
              f"references {k} entangled + {k} disentangled"]
-    runs = list(settings["reference_runs"])
-    if settings["reference_study"]:
+    runs = list(settings.reference_runs)
+    if settings.reference_study:
         try:
-            pooled, listed = pool_runs(settings["reference_study"],
-                                       settings["reference_model"], settings["dataset"])
-            lines.append(f"  pool {settings['reference_study']}: {len(pooled)} of {listed} "
-                         f"{settings['reference_model']} runs on original "
-                         f"{settings['dataset']} finished")
+            pooled, listed = pool_runs(settings.reference_study,
+                                       settings.reference_model, settings.dataset)
+            lines.append(f"  pool {settings.reference_study}: {len(pooled)} of {listed} "
+                         f"{settings.reference_model} runs on original "
+                         f"{settings.dataset} finished")
             runs += pooled
         except references.ReferenceError:
-            lines.append(f"  pool {settings['reference_study']}: not trained yet (its "
+            lines.append(f"  pool {settings.reference_study}: not trained yet (its "
                          "study stage makes it)")
     to_train = []
-    for seed in settings["reference_seeds"]:
-        run_dir = pathlib.Path(settings["work_dir"]) / "references" / f"seed{seed}"
+    for seed in settings.reference_seeds:
+        run_dir = pathlib.Path(settings.work_dir) / "references" / f"seed{seed}"
         if (run_dir / "results.json").is_file():
             runs.append(str(run_dir))
         else:
             to_train.append(seed)
     if to_train:
-        lines.append(f"  restarts to train first in {settings['work_dir']}/references: seeds "
+        lines.append(f"  restarts to train first in {settings.work_dir}/references: seeds "
                      f"{to_train}")
     found = []
     for run in runs:
@@ -475,8 +572,8 @@ def plan(settings: dict) -> str:
     if len(found) >= 2 * k and not to_train:
         try:
             entangled, disentangled = references.choose(
-                found, k, settings["reference_exclude_overpruned"],
-                settings["reference_min_mig_gap"])
+                found, k, settings.reference_exclude_overpruned,
+                settings.reference_min_mig_gap)
         except references.ReferenceError as error:
             lines.append(f"  no references can be chosen: {error}")
             entangled = disentangled = []
@@ -492,13 +589,13 @@ def plan(settings: dict) -> str:
     return "\n".join(lines)
 
 
-def weights_plan(run_dir: str, settings: dict) -> str:
+def weights_plan(run_dir: str, settings: GenerateSettings) -> str:
     """How the dry run says a chosen reference's weights will be found (`reference_weights`
     decides; '' when the run has them)."""
     if references.has_weights(run_dir):
         return ""
     try:
-        copy = references.copy_in_artefacts(run_dir, settings.get("reference_artefacts", ()))
+        copy = references.copy_in_artefacts(run_dir, settings.reference_artefacts)
     except references.ReferenceError as error:
         return f"; {error}"
     if copy is not None:
@@ -555,16 +652,16 @@ def publish_diagnostics(directory, data, network, eps: float, seed: int,
     return found
 
 
-def run_gate(directory, settings: dict) -> dict:
+def run_gate(directory, settings: GenerateSettings) -> dict:
     """The re-adaptation gate of the artefact in `directory` (perturbations/readapt.py),
     published beside its diagnostics; a failure is logged loudly and recorded."""
     from perturbations import readapt
     from perturbations.diagnostics import merge_evidence
 
-    steps = settings["gate_steps"]
-    result = readapt.readaptation(directory, steps, settings["batch_size"],
-                                  max(1, steps // 10), min(1024, settings["evidence_points"]),
-                                  settings["seed"])
+    steps = settings.gate_steps
+    result = readapt.readaptation(directory, steps, settings.batch_size,
+                                  max(1, steps // 10), min(1024, settings.evidence_points),
+                                  settings.seed)
     readapt.publish(directory, result)
     passed = result["gate"]["passes"]
     merge_evidence(directory, {"readaptation_gate_passed": passed})
@@ -588,7 +685,7 @@ def reference_migs(original, modified, encoders: dict, seed: int, points: int) -
     return out
 
 
-def generate(settings: dict, export_path: str | None = None, optimizers=(None, None)
+def generate(settings: GenerateSettings, export_path: str | None = None, optimizers=(None, None)
              ) -> pathlib.Path:
     """Runs the whole generation; returns the artefact directory. optimizers: (of m, of the
     reference decoders); None: `manipulation_adam()` and `game_decoder_adam()` (main:
@@ -596,12 +693,12 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     data = generation_data(settings)
     m_optimizer = optimizers[0] or manipulation_adam()
     decoder_optimizer = optimizers[1] or game_decoder_adam()
-    game_settings = check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
+    game_settings = check_game_settings(pathlib.Path(settings.work_dir) / "manipulation",
                                         settings, [m_optimizer, decoder_optimizer])
     found = gather_references(settings)
     entangled, disentangled = references.choose(
-        found, settings["ensemble_size"], settings["reference_exclude_overpruned"],
-        settings["reference_min_mig_gap"])
+        found, settings.ensemble_size, settings.reference_exclude_overpruned,
+        settings.reference_min_mig_gap)
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
         logging.info("%s: %s", side, ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
                                                 for r in chosen))
@@ -613,19 +710,19 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     initial_neuron = neuron_kernel(network)
     game = manipulation.ManipulationGame(
         network, [loaded[r["run_dir"]] for r in entangled],
-        [loaded[r["run_dir"]] for r in disentangled], settings["eps"],
-        settings["latent_samples"], m_optimizer, decoder_optimizer,
-        reconstruction=settings["reconstruction"], mean_penalty=settings["mean_penalty"],
-        neuron_optimizer=scaled_optimizer(m_optimizer, settings["neuron_learning_rate_scale"]))
-    work_dir = pathlib.Path(settings["work_dir"]) / "manipulation"
+        [loaded[r["run_dir"]] for r in disentangled], settings.eps,
+        settings.latent_samples, m_optimizer, decoder_optimizer,
+        reconstruction=settings.reconstruction, mean_penalty=settings.mean_penalty,
+        neuron_optimizer=scaled_optimizer(m_optimizer, settings.neuron_learning_rate_scale))
+    work_dir = pathlib.Path(settings.work_dir) / "manipulation"
     record_game_settings(work_dir, game_settings)
     training = train_lib.train(
         game, lambda first: pipeline.factor_image_dataset(
-            data, 4 * settings["batch_size"], settings["seed"], first),
-        settings["steps"], work_dir, settings["seed"], settings["checkpoint_every"],
-        settings["log_every"], stop_check=manipulation.dead_manipulation_check())
+            data, 4 * settings.batch_size, settings.seed, first),
+        settings.steps, work_dir, settings.seed, settings.checkpoint_every,
+        settings.log_every, stop_check=manipulation.dead_manipulation_check())
 
-    out = pathlib.Path(settings["output_dir"])
+    out = pathlib.Path(settings.output_dir)
     published = publish_references(out, chosen, weights, data)
     describe = lambda r: {"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"],  # noqa: E731
                           "dims_by_posterior_variance": references.dims_by_variance(r),
@@ -633,23 +730,23 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
     metadata = {"dataset": data.name, "source": data.describe().get("source"),
                 "factor_names": list(data.factor_names),
                 "factor_sizes": [int(s) for s in data.factor_sizes],
-                "observation_shape": list(data.observation_shape), "eps": settings["eps"],
-                **({"fixed_factors": settings["fixed_factors"]}
-                   if settings["fixed_factors"] else {}),
+                "observation_shape": list(data.observation_shape), "eps": settings.eps,
+                **({"fixed_factors": settings.fixed_factors}
+                   if settings.fixed_factors else {}),
                 "references": {"entangled": [describe(r) for r in entangled],
                                "disentangled": [describe(r) for r in disentangled],
                                "all_migs": {r["run_dir"]: r["mig"] for r in found},
-                               "exclude_overpruned": settings["reference_exclude_overpruned"],
-                               "min_mig_gap": settings["reference_min_mig_gap"]},
-                "training": {"steps": training["steps"], "seed": settings["seed"],
-                             "batch_size": settings["batch_size"],
-                             "latent_samples": settings["latent_samples"],
-                             "reconstruction": settings["reconstruction"],
-                             "mean_penalty": settings["mean_penalty"],
-                             "output_init_scale": settings["output_init_scale"],
+                               "exclude_overpruned": settings.reference_exclude_overpruned,
+                               "min_mig_gap": settings.reference_min_mig_gap},
+                "training": {"steps": training["steps"], "seed": settings.seed,
+                             "batch_size": settings.batch_size,
+                             "latent_samples": settings.latent_samples,
+                             "reconstruction": settings.reconstruction,
+                             "mean_penalty": settings.mean_penalty,
+                             "output_init_scale": settings.output_init_scale,
                              "neuron_learning_rate_scale":
-                                 settings["neuron_learning_rate_scale"],
-                             "unit_variance_init": settings["unit_variance_init"],
+                                 settings.neuron_learning_rate_scale,
+                             "unit_variance_init": settings.unit_variance_init,
                              "final_terms": training["final_terms"],
                              "seconds": training["seconds"],
                              "game_settings": game_settings,
@@ -660,14 +757,14 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
                 for side, chosen in (("entangled", entangled), ("disentangled", disentangled))
                 for r in chosen}
     evidence = {"pixel_statistics": pixel_statistics(
-                    data, network, settings["eps"], np.random.default_rng([settings["seed"], 8])),
-                "reference_mig": reference_migs(data, modified, encoders, settings["seed"],
-                                                settings["evidence_points"])}
+                    data, network, settings.eps, np.random.default_rng([settings.seed, 8])),
+                "reference_mig": reference_migs(data, modified, encoders, settings.seed,
+                                                settings.evidence_points)}
     write_json(out / "evidence.json", evidence)
-    publish_diagnostics(out, data, network, settings["eps"], settings["seed"])
-    if settings["gate_steps"]:
+    publish_diagnostics(out, data, network, settings.eps, settings.seed)
+    if settings.gate_steps:
         run_gate(out, settings)
-    for eps in settings["eps_sweep"]:
+    for eps in settings.eps_sweep:
         swept = out.parent / f"{out.name}_eps{eps:g}"
         swept.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / artefact.WEIGHTS, swept / artefact.WEIGHTS)
@@ -676,14 +773,14 @@ def generate(settings: dict, export_path: str | None = None, optimizers=(None, N
         artefact.write_metadata(swept, {**{k: v for k, v in artefact.read_metadata(out).items()
                                            if k not in ("schema_version", "suite_version")},
                                         "eps": eps, "swept_from": str(out)})
-        publish_diagnostics(swept, data, network, eps, settings["seed"])
+        publish_diagnostics(swept, data, network, eps, settings.seed)
     if export_path:
         export.export_official(modified, export_path)
-    write_json(pathlib.Path(settings["work_dir"]) / FINISHED, finished_record(settings))
+    write_json(pathlib.Path(settings.work_dir) / FINISHED, finished_record(settings))
     return out
 
 
-def reference_weights(chosen: dict, settings: dict) -> dict:
+def reference_weights(chosen: dict, settings: GenerateSettings) -> dict:
     """{run_dir: (the run whose weights the game loads, where they came from)} for the
     chosen references ({'entangled': [...], 'disentangled': [...]}): the run itself when
     it kept its checkpoints or is published ('published_from': 'generation'); else (a
@@ -692,7 +789,7 @@ def reference_weights(chosen: dict, settings: dict) -> dict:
     used only if it repeats the recorded run's MIG within references.REPEAT_TOLERANCE
     ('published_from': 'retrained'); a retrained run that does not is refused, never used
     as a stand-in."""
-    work_dir = pathlib.Path(settings["work_dir"]) / "retrained_references"
+    work_dir = pathlib.Path(settings.work_dir) / "retrained_references"
     found = {}
     for side, runs in chosen.items():
         for i, reference in enumerate(runs):
@@ -703,7 +800,7 @@ def reference_weights(chosen: dict, settings: dict) -> dict:
                 reference["run_dir"], f"{side}{i}", work_dir,
                 refusal="the game does not use a stand-in for a chosen reference (restore "
                         "that run's checkpoints/, or choose from a pool trained here)",
-                artefacts=settings.get("reference_artefacts", ()))
+                artefacts=settings.reference_artefacts)
     return found
 
 
@@ -744,24 +841,24 @@ def main(argv):
     occupied = occupied_outputs(settings)
     if FLAGS.resume:
         with user_errors(FileNotFoundError):
-            check_game_settings(pathlib.Path(settings["work_dir"]) / "manipulation",
+            check_game_settings(pathlib.Path(settings.work_dir) / "manipulation",
                                 settings, optimizers)
         if already_generated(settings):
-            print(f"{settings['output_dir']}: generated before with these settings "
-                  f"({pathlib.Path(settings['work_dir']) / FINISHED}); nothing to do")
+            print(f"{settings.output_dir}: generated before with these settings "
+                  f"({pathlib.Path(settings.work_dir) / FINISHED}); nothing to do")
             return
-        started = (pathlib.Path(settings["work_dir"]) / "manipulation"
+        started = (pathlib.Path(settings.work_dir) / "manipulation"
                    / "game_settings.json").is_file()
         if occupied and not started:
             raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact "
-                            f"that the game in {settings['work_dir']} did not make; --resume "
+                            f"that the game in {settings.work_dir} did not make; --resume "
                             "replaces only its own outputs (pass --overwrite to replace it)")
     elif occupied and not FLAGS.overwrite:
         raise UserError(f"{', '.join(map(str, occupied))} already hold(s) an artefact; pass "
                         "--overwrite to replace it, or set generation.output_dir to a new "
                         "directory")
     with user_errors(train_lib.TrainingDiverged, FileNotFoundError):
-        with directory_lock(settings["work_dir"], "perturbations.generate"):  # one writer
+        with directory_lock(settings.work_dir, "perturbations.generate"):  # one writer
             out = generate(settings, FLAGS.export, optimizers)
     print(out)
 
