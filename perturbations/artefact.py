@@ -1,12 +1,16 @@
 """Perturbation artefacts: one directory that turns a dataset into its modified or noisy variant.
 
-    ARTEFACT/metadata.json          {"schema_version", "kind": "manipulation" | "noise",
-                                     "dataset", "factor_sizes", "observation_shape", "eps",
-                                     "weights_sha256" (manipulation), "seed" (noise),
+    ARTEFACT/metadata.json          {"schema_version", "kind": "manipulation" | "noise" |
+                                     "naive", "dataset", "factor_sizes",
+                                     "observation_shape", "eps", "weights_sha256"
+                                     (manipulation), "seed" (noise), "deltas_sha256" (naive),
                                      "fixed_factors" (optional: {factor name: class} of
                                      a dataset reduced by benchmark/data/subset.py),
                                      ... provenance (reference runs, MIG, seeds, version)}
     ARTEFACT/manipulation.weights.h5   the weights of m(w) (kind 'manipulation' only)
+    ARTEFACT/naive_deltas.npz          kind 'naive' only: 'deltas', float32 (num_images,
+                                     *observation_shape), the move of every image of the
+                                     grid (perturbations/naive.py), by grid index
 
 Nothing is executed from an artefact: metadata is JSON, weights are HDF5 arrays loaded
 into a network this code builds. An artefact is untrusted input: metadata.json is checked
@@ -33,11 +37,14 @@ from benchmark.core.errors import UserError
 from benchmark.data.files import file_sha256
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
+from perturbations.naive import NaiveData
 
 SCHEMA_VERSION = 1
-KINDS = ("manipulation", "noise")
+KINDS = ("manipulation", "noise", "naive")
 WEIGHTS = "manipulation.weights.h5"
 WEIGHTS_SHA256 = "weights_sha256"
+DELTAS = "naive_deltas.npz"
+DELTAS_SHA256 = "deltas_sha256"
 #: what the suite found about an artefact (perturbations/diagnostics.py writes it)
 EVIDENCE = "evidence.json"
 SUITE_VERSION = "0.1.0"
@@ -127,8 +134,11 @@ def read_metadata(directory) -> dict:
                             "there, found none")
     metadata = read_json_object(path, ArtefactError)
     required = ["schema_version", "kind", "dataset", "factor_sizes", "eps"]
-    if metadata.get("kind") == "manipulation":
-        required.append(WEIGHTS_SHA256)
+    kind = metadata.get("kind")
+    digest_key = {"manipulation": WEIGHTS_SHA256, "naive": DELTAS_SHA256}.get(
+        kind if isinstance(kind, str) else None)
+    if digest_key:
+        required.append(digest_key)
     missing = [k for k in required if k not in metadata]
     if missing:
         raise ArtefactError(f"{path}: missing keys {missing}")
@@ -163,25 +173,60 @@ def read_metadata(directory) -> dict:
         require(isinstance(fixed, dict) and all(
             isinstance(k, str) and is_integer(v) and v >= 0 for k, v in fixed.items()),
             "fixed_factors", "an object {factor name: class (a non-negative integer)}")
-    if metadata["kind"] == "manipulation":
-        digest = metadata[WEIGHTS_SHA256]
+    if digest_key:
+        digest = metadata[digest_key]
         require(isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) is not None,
-                WEIGHTS_SHA256, "a SHA-256 as 64 lowercase hex digits")
+                digest_key, "a SHA-256 as 64 lowercase hex digits")
     return metadata
 
 
-def verify_weights(directory, metadata: dict) -> pathlib.Path:
-    """The weights file of a manipulation artefact, after checking that its SHA-256 is
-    the one metadata.json records; ArtefactError naming the file otherwise."""
-    weights = pathlib.Path(directory) / WEIGHTS
+def verify_weights(directory, metadata: dict, name: str = WEIGHTS,
+                   digest_key: str = WEIGHTS_SHA256) -> pathlib.Path:
+    """The weights file (or a naive artefact's deltas: name DELTAS, digest_key
+    DELTAS_SHA256) of an artefact, after checking that its SHA-256 is the one
+    metadata.json records; ArtefactError naming the file otherwise."""
+    weights = pathlib.Path(directory) / name
     if not weights.is_file():
-        raise ArtefactError(f"perturbation artefact {directory}: expected {WEIGHTS}, found none")
+        raise ArtefactError(f"perturbation artefact {directory}: expected {name}, found none")
     found = file_sha256(weights)
-    if found != metadata[WEIGHTS_SHA256]:
-        raise ArtefactError(f"{weights}: expected SHA-256 {metadata[WEIGHTS_SHA256]} (as "
-                            f"recorded in metadata.json), found {found}: the weights file "
+    if found != metadata[digest_key]:
+        raise ArtefactError(f"{weights}: expected SHA-256 {metadata[digest_key]} (as "
+                            f"recorded in metadata.json), found {found}: the file "
                             "was altered or replaced")
     return weights
+
+
+def save_naive(directory, deltas: np.ndarray, metadata: dict) -> pathlib.Path:
+    """Saves a naive artefact: its deltas (float32 (num_images, *observation_shape), x +
+    delta in [0, 1]) and the metadata (kind 'naive'); returns the directory."""
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with atomic_path(directory / DELTAS, ".npz") as tmp:
+        with open(tmp, "wb") as handle:
+            np.savez_compressed(handle, deltas=np.asarray(deltas, np.float32))
+        digest = file_sha256(tmp)
+    write_metadata(directory, {**metadata, "kind": "naive", DELTAS_SHA256: digest})
+    return directory
+
+
+def load_naive_deltas(data: GroundTruthData, directory, metadata: dict) -> np.ndarray:
+    """The deltas of a naive artefact made for `data` (checked: SHA-256, shape (num_images,
+    *observation_shape), finite, within [-1, 1]): float32, by grid index."""
+    path = verify_weights(directory, metadata, DELTAS, DELTAS_SHA256)
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            deltas = stored["deltas"]
+    except (OSError, ValueError, KeyError) as error:
+        raise ArtefactError(f"{path}: expected an .npz with a float array 'deltas', "
+                            f"could not read it ({error})") from None
+    expected = (data.num_images, *[int(s) for s in data.observation_shape])
+    if deltas.shape != expected or deltas.dtype != np.float32:
+        raise ArtefactError(f"{path}: expected deltas float32 {expected} (one per image of "
+                            f"the grid), found {deltas.dtype} {deltas.shape}")
+    if not (np.isfinite(deltas).all() and np.abs(deltas).max() <= 1.0):
+        raise ArtefactError(f"{path}: expected finite deltas in [-1, 1], found values "
+                            "outside that range")
+    return deltas
 
 
 def fixed_factors_of(data: GroundTruthData) -> dict:
@@ -261,7 +306,8 @@ def artefact_warnings(directory) -> list[str]:
 
 def load_variant(data: GroundTruthData, directory, eps: float | None = None,
                  texture: bool = False) -> AdditivePerturbation:
-    """`data` perturbed by the artefact in `directory` ('modified' or 'noisy' variant).
+    """`data` perturbed by the artefact in `directory` ('modified', 'noisy' or 'naive'
+    variant, by the artefact's kind).
 
     eps overrides the artefact's strength (the robustness sweep of the report).
     texture: the 'modified_texture' control of a manipulation artefact instead: the same
@@ -277,10 +323,16 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
     warnings = artefact_warnings(directory)
     if warnings:           # in describe(): the run's log, results.json and the report
         provenance["artefact_warnings"] = warnings
+    if texture and metadata["kind"] != "manipulation":
+        raise ArtefactError(f"perturbation artefact {directory}: the 'modified_texture' "
+                            f"variant needs a manipulation artefact, found kind "
+                            f"{metadata['kind']!r}")
+    if metadata["kind"] == "naive":
+        variant = NaiveData(data, strength, None, None,
+                            deltas=load_naive_deltas(data, directory, metadata))
+        variant.metadata.update(provenance)
+        return variant
     if metadata["kind"] == "noise":
-        if texture:
-            raise ArtefactError(f"perturbation artefact {directory}: the 'modified_texture' "
-                                "variant needs a manipulation artefact, found kind 'noise'")
         variant = NoisyData(data, eps=strength, seed=int(metadata.get("seed", 0)))
         variant.metadata.update(provenance)
         return variant

@@ -12,7 +12,7 @@ COMMANDS = ["benchmark.run", "benchmark.speed", "benchmark.metrics.__main__",
             "benchmark.curves", "benchmark.metrics.alignment", "benchmark.pipeline",
             "benchmark.strength_choice", "benchmark.readings.__main__",
             "perturbations.generate", "perturbations.noise", "perturbations.geometry",
-            "perturbations.inspect", "perturbations.readapt",
+            "perturbations.inspect", "perturbations.readapt", "perturbations.naive_artefact",
             "perturbations.publish_references"]
 
 

@@ -30,6 +30,7 @@ TINY_RUN_TESTS = {
     "perturbations.inspect": "tests/perturbations/test_diagnostics.py",
     "perturbations.geometry": "tests/perturbations/test_geometry.py",
     "perturbations.readapt": "tests/perturbations/test_generate.py",
+    "perturbations.naive_artefact": "tests/perturbations/test_generate.py",
     "perturbations.publish_references": "tests/perturbations/test_generate.py",
 }
 

@@ -13,9 +13,9 @@ from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
-            "wave_texture")
-#: the variants that need a manipulation artefact (data.artefact)
-ARTEFACT_VARIANTS = ("modified", "modified_texture")
+            "wave_texture", "naive")
+#: the variants that need an artefact (data.artefact): a manipulation's or a naive move's
+ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive")
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
@@ -51,9 +51,11 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
     `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
-    mean pattern E_w m(w) added to every image, perturbations/artefact.py) or the positive-control arms 'oracle' / 'texture' /
-    'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps overrides an artefact's
-    strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
+    mean pattern E_w m(w) added to every image, perturbations/artefact.py), 'naive' (paper
+    002 sec. 4.4's naive move, from an artefact written by `python -m
+    perturbations.naive_artefact`) or the positive-control arms 'oracle' / 'texture' /
+    'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps
+    overrides an artefact's strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
     'wave' arms' phase moves (benchmark/data/oracle.py; None: the diagonal); wave_periods:

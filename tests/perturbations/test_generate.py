@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import json
 import os
@@ -224,6 +225,25 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     assert all(len(a["gap"]) == 3 for a in arms.values())
     assert isinstance(evidence["readaptation"]["gate"]["passes"], bool)
     assert (art / "readaptation.png").read_bytes()[:4] == b"\x89PNG"
+    # the naive move as an artefact, from the published references alone; a run loads
+    # it as data.variant 'naive'
+    naive_dir = tmp_path / "naive"
+    made = subprocess.run(
+        [sys.executable, "-m", "perturbations.naive_artefact", str(art), f"--out={naive_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert made.returncode == 0, made.stderr[-3000:]
+    naive_metadata = json.loads((naive_dir / "metadata.json").read_text())
+    assert naive_metadata["kind"] == "naive" and naive_metadata["made_from"] == str(art)
+    assert [r["run_dir"] for r in naive_metadata["references"]["entangled"]] == [
+        str(art / "references" / "entangled0")]
+    naive = load_data(variant="naive", artefact=str(naive_dir), source="procedural",
+                      fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
+    from benchmark.data.change import arm_change
+    plain = load_data(source="procedural",
+                      fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
+    assert arm_change(plain, naive)["energy_per_image"] == pytest.approx(
+        naive_metadata["energy_per_image_at_eps_1"], rel=1e-4)
     # issue 28 step 4's arms: the naive move, noise and the wave, each matched in energy
     matched = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=2",
@@ -390,10 +410,11 @@ def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
     recorded = json.loads((tmp_path / "game_settings.json").read_text())
     assert recorded["mean_penalty"] == 4096.0 and recorded["reference_runs"] == ["a", "b"]
     # the same game (and more updates of it) resumes
-    check_game_settings(tmp_path, {**settings, "steps": 99999},
+    check_game_settings(tmp_path, dataclasses.replace(settings, steps=99999),
                         [manipulation_adam(1e-3)] * 2)
     for changed, optimizer, named in (
-            ({**settings, "unit_variance_init": True}, 1e-3, "unit_variance_init"),
+            (dataclasses.replace(settings, unit_variance_init=True), 1e-3,
+             "unit_variance_init"),
             (settings, 1e-4, "optimizers")):
         with pytest.raises(UserError, match=f"{named}: recorded .*set generation.work_dir"):
             check_game_settings(tmp_path, changed, [manipulation_adam(optimizer)] * 2)
@@ -402,7 +423,7 @@ def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
     # before them resumes, and one that sets them is told apart
     assert "reference_study" not in recorded and "reference_min_mig_gap" not in recorded
     with pytest.raises(UserError, match="reference_min_mig_gap: recorded None, now 0.1"):
-        check_game_settings(tmp_path, {**settings, "reference_min_mig_gap": 0.1},
+        check_game_settings(tmp_path, dataclasses.replace(settings, reference_min_mig_gap=0.1),
                             [manipulation_adam(1e-3)] * 2)
 
 
