@@ -34,7 +34,10 @@ Fields (one dict per hypothesis; scores are the kept, not over-pruned, runs' val
     versus (default 'noisy'); versus_model (required by 'greater'), versus_setting
               (default '')
     setting   line-search setting label, e.g. 'beta=8' (default '': none)
-    metric    report column, e.g. 'MIG' (default), 'DCI-D'
+    metric    report column, e.g. 'MIG' (default), 'DCI-D'; or 'misalignment' (degrees off
+              the factor axes, in a study whose battery names a plane). For a column
+              where higher is worse (misalignment, Recon.) the scores are read negated,
+              so a 'drop' is how much worse the variant is (the rise) for every metric
     alpha     level in (0, 0.5) (default 0.05; equal within a family)
     family    hypotheses of one family are Holm-adjusted together (default 'primary')
     margin    equivalence or non-inferiority margin in the metric's units, or instead

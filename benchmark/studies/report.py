@@ -79,7 +79,9 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     drops = drop_rows(groups)
     pruning = overpruning_rows(groups, excluded)
     study = read_study(results_dir)
-    hypotheses = hypothesis_rows(study, groups)
+    plane = ((study.get("settings") or {}).get("battery") or {}).get("plane")
+    hypotheses = hypothesis_rows(study, groups if plane is None else group(
+        mechanism.with_misalignment(records, plane, results_dir))[0])
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     results_lib.write_csv(runs_table(records, table), out / "runs.csv")

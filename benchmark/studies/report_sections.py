@@ -239,9 +239,18 @@ def power_lines(rows: list[dict], column: str = "MIG") -> list[str]:
     return lines + [""]
 
 
+#: columns where a higher value is worse: a hypothesis reads their scores negated, so that
+#: its "drop" is, as for every column, how much worse the variant is (the rise of the
+#: reconstruction loss, of the misalignment in degrees)
+HIGHER_IS_WORSE = (*LOWER_IS_BETTER, "misalignment")
+
+
 def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
     """The study's pre-registered hypotheses (study.json settings.hypotheses) tested on the
-    kept runs of `groups` (benchmark/statistics/hypotheses.py); [] when it declares none."""
+    kept runs of `groups` (benchmark/statistics/hypotheses.py); [] when it declares none.
+    A hypothesis on 'misalignment' needs runs whose values hold it
+    (`mechanism.with_misalignment`, as `write_report` groups them for a study whose
+    battery names a plane); scores of HIGHER_IS_WORSE columns are read negated."""
     declared = study.get("settings", {}).get("hypotheses") or []
     if not declared:
         return []
@@ -260,7 +269,9 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
                          and base_of(k[2]) == variant]
             if len(strengths) == 1:
                 key = strengths[0]
-        return [r["values"][metric] for r in groups.get(key, []) if metric in r["values"]]
+        sign = -1.0 if metric in HIGHER_IS_WORSE else 1.0
+        return [sign * r["values"][metric] for r in groups.get(key, [])
+                if metric in r["values"]]
     return hypotheses_lib.evaluate(declared, values)
 
 

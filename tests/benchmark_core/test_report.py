@@ -403,3 +403,39 @@ def test_two_noise_arms_are_told_apart_by_their_strength(tmp_path):
     matched_means = np.mean(ORIGINAL) + 0.02 * 1.5 - (np.mean(ORIGINAL) - 0.10)
     assert matched["estimate"] == pytest.approx(matched_means)
     assert paper["estimate"] == pytest.approx(0.01)
+
+
+def test_a_hypothesis_on_the_misalignment_reads_a_rise_as_the_drop(tmp_path):
+    """A study whose battery names a plane can register hypotheses on the misalignment
+    (degrees, higher is worse): its 'drop' is the variant's rise, tested one-sided, with
+    the angles of alignment.json; a rise the other way is not supported."""
+    root = tmp_path / "m"
+    angles = {"original": [5.0, 8.0, 6.0, 7.0], "naive": [30.0, 35.0, 28.0, 33.0],
+              "noisy": [6.0, 7.0, 5.0, 9.0]}
+    rows = []
+    for variant, values in angles.items():
+        for seed, angle in enumerate(values):
+            name = f"b_{variant}_{seed}"
+            _result(root / "runs" / name, "beta_vae", variant, seed, 0.3, 0.5,
+                    eps=None if variant == "original" else 0.1)
+            rows.append({"run": name, "angle_deg": [angle, 90.0 + angle],
+                         "misalignment_deg": [angle, angle], "r2": [0.9, 0.9]})
+    (root / "alignment.json").write_text(json.dumps({"columns": [0, 1], "runs": rows}))
+    declared = [
+        {"id": "M1", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+         "variant": "naive", "metric": "misalignment"},
+        {"id": "M2", "test": "drop_difference", "model": "beta_vae", "dataset": "dsprites",
+         "variant": "naive", "versus": "noisy", "metric": "misalignment"},
+        {"id": "M3", "test": "drop_difference", "model": "beta_vae", "dataset": "dsprites",
+         "variant": "noisy", "versus": "naive", "metric": "misalignment"}]
+    (root / "study.json").write_text(json.dumps({"settings": {
+        "hypotheses": declared, "variants": ["original", "naive@0.1", "noisy@0.1"],
+        "battery": {"manipulated": "naive@0.1", "controls": ["noisy@0.1"],
+                    "plane": [0, 1]}}}))
+    report.write_report(root, tmp_path / "out")
+    with open(tmp_path / "out" / "hypotheses.csv") as handle:
+        found = {row["id"]: row for row in csv.DictReader(handle)}
+    assert float(found["M1"]["estimate"]) == pytest.approx(
+        np.mean(angles["naive"]) - np.mean(angles["original"]))
+    assert found["M1"]["outcome"] == "supported" == found["M2"]["outcome"]
+    assert found["M3"]["outcome"] == "not supported"
