@@ -148,6 +148,9 @@ class GenerateSettings:
     """Choose the references among runs that are not over-pruned only."""
     reference_min_mig_gap: float | None
     """The MIG contrast the chosen references must have, in [0, 1]; None: any."""
+    reference_thresholds: dict
+    """Levels each chosen reference must meet on its side ({key of
+    references.THRESHOLDS: value in [0, 1]}); {}: none."""
     reference_artefacts: tuple
     """Artefact directories whose published references stand for chosen runs that kept
     no checkpoints."""
@@ -225,6 +228,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
                         reference_model: str = "beta_vae",
                         reference_exclude_overpruned: bool = False,
                         reference_min_mig_gap: float | None = None,
+                        reference_thresholds=None,
                         reference_artefacts=()) -> GenerateSettings:
     """Settings of one generation (defaults: paper 002 sec. 4-5 and appendix B.1).
 
@@ -235,8 +239,9 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
       directory (benchmark/studies/study.py) whose finished runs of `reference_model` on original
       `dataset` join them (a restart pool trained as a study, on a Ray cluster say: the
       paper-scale pipeline, gin_configs/pipelines/zietlow2021_paper.gin);
-      reference_exclude_overpruned, reference_min_mig_gap: the choice's rules
-      (references.choose; off by default, as in the paper, which states neither).
+      reference_exclude_overpruned, reference_min_mig_gap, reference_thresholds: the
+      choice's rules (references.choose; off by default, as in the paper, which states
+      none).
     reference_artefacts: artefact directories whose published references (references/,
       with their SHA-256) stand for chosen runs that kept no checkpoints, when they repeat
       the run's MIG (references.weights_source); a chosen run found in none is retrained.
@@ -324,6 +329,7 @@ def generation_settings(dataset: str = "dsprites", source: str = "auto",
         reference_exclude_overpruned=bool(reference_exclude_overpruned),
         reference_min_mig_gap=(None if reference_min_mig_gap is None
                                else float(reference_min_mig_gap)),
+        reference_thresholds=references.check_thresholds(reference_thresholds or {}),
         reference_artefacts=tuple(str(a) for a in reference_artefacts),
         ensemble_size=int(ensemble_size), steps=int(steps), batch_size=int(batch_size),
         latent_samples=int(latent_samples), seed=int(seed), work_dir=str(work_dir),
@@ -428,7 +434,8 @@ GAME_KEYS = ("dataset", "source", "fixed_factors", "eps", "reference_gin_files",
 #: settings added to the game after games were recorded, with their defaults: recorded
 #: only when set otherwise, so games recorded before they existed resume unchanged
 CHOICE_KEYS = {"reference_study": None, "reference_model": "beta_vae",
-               "reference_exclude_overpruned": False, "reference_min_mig_gap": None}
+               "reference_exclude_overpruned": False, "reference_min_mig_gap": None,
+               "reference_thresholds": {}}
 
 
 def check_game_settings(work_dir, settings: GenerateSettings, optimizers) -> dict:
@@ -466,10 +473,29 @@ def record_game_settings(work_dir, wanted: dict) -> None:
         write_json(record, wanted)
 
 
+def registered_pool_size(study_dir, model: str) -> int:
+    """How many runs of `model` on the original data the study's study.json registers
+    (its seeds for that cell: cell_seeds' 'model/original', else 'model', else seeds), so
+    that a pool still training is not taken for the whole pool; 0 without a study.json."""
+    path = pathlib.Path(study_dir) / "study.json"
+    if not path.is_file():
+        return 0
+    settings = artefact.read_json_object(path, references.ReferenceError).get("settings")
+    if not isinstance(settings, dict) or model not in (settings.get("models") or {}):
+        return 0
+    if "original" not in (settings.get("model_variants") or {}).get(
+            model, settings.get("variants") or []):
+        return 0
+    cells = settings.get("cell_seeds") or {}
+    seeds = cells.get(f"{model}/original", cells.get(model, settings.get("seeds") or []))
+    return len(seeds) * len(settings.get("datasets") or [None])
+
+
 def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
     """(the finished runs of `model` on original `dataset` in a study directory, sorted;
-    how many of its run directories are that model's on that dataset, finished or not),
-    read from each run's results.json."""
+    how many runs of that model on that dataset there are, finished or not: its run
+    directories, or the runs its study.json registers when more), read from each run's
+    results.json."""
     runs_dir = pathlib.Path(study_dir) / "runs"
     if not runs_dir.is_dir():
         raise references.ReferenceError(f"generation.reference_study: expected a study "
@@ -488,7 +514,7 @@ def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
                 and described.get("name") == dataset \
                 and described.get("variant", "original") == "original":
             finished.append(str(run_dir))
-    return finished, len(candidates)
+    return finished, max(len(candidates), registered_pool_size(study_dir, model))
 
 
 def gather_references(settings: GenerateSettings) -> list[dict]:
@@ -573,7 +599,7 @@ def plan(settings: GenerateSettings) -> str:
         try:
             entangled, disentangled = references.choose(
                 found, k, settings.reference_exclude_overpruned,
-                settings.reference_min_mig_gap)
+                settings.reference_min_mig_gap, settings.reference_thresholds)
         except references.ReferenceError as error:
             lines.append(f"  no references can be chosen: {error}")
             entangled = disentangled = []
@@ -698,7 +724,7 @@ def generate(settings: GenerateSettings, export_path: str | None = None, optimiz
     found = gather_references(settings)
     entangled, disentangled = references.choose(
         found, settings.ensemble_size, settings.reference_exclude_overpruned,
-        settings.reference_min_mig_gap)
+        settings.reference_min_mig_gap, settings.reference_thresholds)
     for side, chosen in (("entangled", entangled), ("disentangled", disentangled)):
         logging.info("%s: %s", side, ", ".join(f"{r['run_dir']} (MIG {r['mig']:.3f})"
                                                 for r in chosen))
@@ -737,7 +763,9 @@ def generate(settings: GenerateSettings, export_path: str | None = None, optimiz
                                "disentangled": [describe(r) for r in disentangled],
                                "all_migs": {r["run_dir"]: r["mig"] for r in found},
                                "exclude_overpruned": settings.reference_exclude_overpruned,
-                               "min_mig_gap": settings.reference_min_mig_gap},
+                               "min_mig_gap": settings.reference_min_mig_gap,
+                               **({"thresholds": settings.reference_thresholds}
+                                  if settings.reference_thresholds else {})},
                 "training": {"steps": training["steps"], "seed": settings.seed,
                              "batch_size": settings.batch_size,
                              "latent_samples": settings.latent_samples,

@@ -75,7 +75,8 @@ def train_reference(gin_files, gin_bindings, seed: int, run_dir) -> pathlib.Path
 
 
 def read_reference(run_dir) -> dict:
-    """{'run_dir', 'seed', 'mig', 'overpruned' (fewer active dims than factors, paper 002
+    """{'run_dir', 'seed', 'mig', 'dci_d', 'dci_i' (DCI disentanglement and test
+    informativeness; None when the run did not compute DCI), 'overpruned' (fewer active dims than factors, paper 002
     sec. 5.3; None when the run did not record it), 'mean_posterior_variance', 'method',
     'dataset', 'gin_config'} of a finished beta-VAE-family run (its results.json)."""
     path = pathlib.Path(run_dir) / "results.json"
@@ -93,6 +94,8 @@ def read_reference(run_dir) -> dict:
     if results.get("schema_version") == results_lib.SCHEMA_VERSION:   # benchmark/runs/results.py
         mig_name, variance_name = "scalars['metric/mig']", "health/mean_posterior_variance"
         mig = field("scalars", "metric/mig")
+        dci_d = field("scalars", "metric/dci/disentanglement")
+        dci_i = field("scalars", "metric/dci/informativeness_test")
         overpruned = field("scalars", "health/overpruned")
         try:
             variance = results_lib.read_arrays(run_dir).get(variance_name)
@@ -103,6 +106,8 @@ def read_reference(run_dir) -> dict:
     else:                                                        # schema version 1
         mig_name, variance_name = "metrics.mig.mig", "metrics.health.mean_posterior_variance"
         mig = field("metrics", "mig", "mig")
+        dci_d = field("metrics", "dci", "dci_disentanglement")
+        dci_i = field("metrics", "dci", "dci_informativeness_test")
         overpruned = field("metrics", "health", "overpruned")
         variance = field("metrics", "health", "mean_posterior_variance")
     if mig is None:
@@ -122,20 +127,67 @@ def read_reference(run_dir) -> dict:
                              f"{results.get('seed')!r} ({type(results.get('seed')).__name__})")
     gin_config = check_gin_config(results.get("gin_config"), f"{path} (gin_config)")
     return {"run_dir": str(run_dir), "seed": results["seed"], "mig": float(mig),
+            "dci_d": float(dci_d) if is_number(dci_d) else None,
+            "dci_i": float(dci_i) if is_number(dci_i) else None,
             "overpruned": None if overpruned is None else bool(overpruned),
             "mean_posterior_variance": variance, "method": results.get("model"),
             "dataset": results.get("dataset"), "gin_config": gin_config}
 
 
+#: the thresholds a reference must meet to be chosen for its side: {key: (side, score,
+#: 'max' or 'min')}; scores as read_reference gives them
+THRESHOLDS = {"entangled_max_mig": ("entangled", "mig", "max"),
+              "entangled_max_dci_d": ("entangled", "dci_d", "max"),
+              "entangled_min_dci_i": ("entangled", "dci_i", "min"),
+              "disentangled_min_mig": ("disentangled", "mig", "min"),
+              "disentangled_min_dci_d": ("disentangled", "dci_d", "min")}
+
+
+def check_thresholds(thresholds) -> dict:
+    """{key of THRESHOLDS: number in [0, 1]}, checked; ValueError naming the key."""
+    if not isinstance(thresholds, dict):
+        raise ValueError(f"reference thresholds: expected a dict, found {thresholds!r:.80}")
+    for key, value in thresholds.items():
+        if key not in THRESHOLDS:
+            raise ValueError(f"reference thresholds: unknown key {key!r}; expected some of "
+                             f"{', '.join(THRESHOLDS)}")
+        if not (is_number(value) and 0.0 <= float(value) <= 1.0):
+            raise ValueError(f"reference thresholds: expected {key} a number in [0, 1], "
+                             f"found {value!r}")
+    return {key: float(value) for key, value in thresholds.items()}
+
+
+def _meets(reference: dict, side: str, thresholds: dict) -> bool:
+    """Whether `reference` meets every threshold of `side` (ReferenceError when it lacks a
+    score one of them reads)."""
+    for key, limit in thresholds.items():
+        wanted_side, score, bound = THRESHOLDS[key]
+        if wanted_side != side:
+            continue
+        value = reference.get(score)
+        if value is None:
+            raise ReferenceError(f"reference {reference['run_dir']}: the threshold {key} "
+                                 f"reads its {score}, which the run did not record (run.metrics "
+                                 "must include 'dci')")
+        if (value > limit) if bound == "max" else (value < limit):
+            return False
+    return True
+
+
 def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: bool = False,
-           min_mig_gap: float | None = None) -> tuple[list[dict], list[dict]]:
+           min_mig_gap: float | None = None, thresholds: dict | None = None
+           ) -> tuple[list[dict], list[dict]]:
     """(entangled: the `ensemble_size` lowest MIG, disentangled: the highest), each sorted.
 
     exclude_overpruned: choose among the runs that are not over-pruned only (a run that
       did not record it is an error, not a guess).
     min_mig_gap: the pre-registered contrast the references must have, the lowest
       disentangled MIG minus the highest entangled MIG; a pool below it is an error that
-      says so (no references with that contrast at this length)."""
+      says so (no references with that contrast at this length).
+    thresholds: pre-registered levels each chosen reference must meet ({key of THRESHOLDS:
+      value}, e.g. {'entangled_max_mig': 0.15, 'disentangled_min_mig': 0.4}): each side is
+      chosen among the runs that meet its own; fewer than `ensemble_size` on a side is an
+      error that counts them (no clearly entangled or disentangled references here)."""
     if exclude_overpruned:
         unknown = [r["run_dir"] for r in references if r.get("overpruned") is None]
         if unknown:
@@ -152,7 +204,24 @@ def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: b
                              f"disentangled references needs >= {2 * ensemble_size} runs, "
                              f"found {len(references)}")
     ranked = sorted(references, key=lambda r: (r["mig"], r["run_dir"]))
-    entangled, disentangled = ranked[:ensemble_size], ranked[::-1][:ensemble_size]
+    if thresholds:
+        sides = {side: [r for r in ranked if _meets(r, side, thresholds)]
+                 for side in ("entangled", "disentangled")}
+        short = [f"{len(runs)} {side}" for side, runs in sides.items()
+                 if len(runs) < ensemble_size]
+        if short:
+            migs = ", ".join(f"{r['mig']:.3f}" for r in ranked)
+            raise ReferenceError(
+                f"of {len(references)} references, {' and '.join(short)} meet the "
+                f"pre-registered thresholds {thresholds}; {ensemble_size} a side are "
+                f"needed (MIGs of the pool: {migs})")
+        entangled = sides["entangled"][:ensemble_size]
+        disentangled = sides["disentangled"][::-1][:ensemble_size]
+        if {r["run_dir"] for r in entangled} & {r["run_dir"] for r in disentangled}:
+            raise ReferenceError(f"thresholds {thresholds} let one run count as both "
+                                 "entangled and disentangled: they must not overlap")
+    else:
+        entangled, disentangled = ranked[:ensemble_size], ranked[::-1][:ensemble_size]
     if min_mig_gap is not None:
         gap = min(r["mig"] for r in disentangled) - max(r["mig"] for r in entangled)
         if gap < min_mig_gap:

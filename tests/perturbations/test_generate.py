@@ -179,6 +179,14 @@ def test_a_reference_pool_is_the_finished_runs_of_a_study(tmp_path):
         gather_references(settings)
     with pytest.raises(references.ReferenceError, match="expected a study directory"):
         pool_runs(tmp_path / "nowhere", "beta_vae", "dsprites")
+    # a study still training has not made every run's directory yet: its study.json
+    # says how many runs the pool will hold (5 seeds, 3 for the AE's cell)
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "models": {"beta_vae": "b.gin", "ae": "a.gin"}, "datasets": ["dsprites"],
+        "variants": ["original", "noisy"], "seeds": [0, 1, 2, 3, 4],
+        "cell_seeds": {"ae": [0, 1, 2]}}}))
+    assert pool_runs(study, "beta_vae", "dsprites") == ([first], 5)
+    assert pool_runs(study, "ae", "dsprites")[1] == 3
 
 
 def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):

@@ -107,6 +107,38 @@ def test_references_are_the_extremes_of_the_pool_under_the_registered_rules(tmp_
                           exclude_overpruned=True)
 
 
+
+def test_registered_thresholds_choose_clearly_entangled_and_disentangled_references():
+    """Each side is chosen among the runs that meet its own thresholds: a low-MIG run
+    that lost its information (DCI-I) is not an entangled reference, however low its MIG;
+    too few runs on a side is an error that counts them; a run without DCI cannot be
+    judged by a DCI threshold."""
+    pool = [{"run_dir": f"r{i}", "mig": mig, "dci_d": dci_d, "dci_i": dci_i}
+            for i, (mig, dci_d, dci_i) in enumerate([
+                (0.01, 0.00, 0.60),      # collapsed: information lost
+                (0.05, 0.01, 0.90), (0.12, 0.02, 0.89), (0.30, 0.05, 0.90),
+                (0.45, 0.15, 0.95), (0.55, 0.25, 0.96), (0.60, 0.08, 0.95)])]
+    rules = {"entangled_max_mig": 0.15, "entangled_max_dci_d": 0.02,
+             "entangled_min_dci_i": 0.85, "disentangled_min_mig": 0.4,
+             "disentangled_min_dci_d": 0.12}
+    low, high = references.choose(pool, 2, thresholds=rules)
+    assert [r["run_dir"] for r in low] == ["r1", "r2"]
+    assert [r["run_dir"] for r in high] == ["r5", "r4"]         # r6: DCI-D below 0.12
+    with pytest.raises(references.ReferenceError, match=r"2 disentangled meet"):
+        references.choose(pool, 3, thresholds=rules)
+    with pytest.raises(references.ReferenceError, match="did not record"):
+        references.choose([*pool, {"run_dir": "x", "mig": 0.1, "dci_d": None,
+                                   "dci_i": None}], thresholds=rules)
+    with pytest.raises(references.ReferenceError, match="both"):
+        references.choose([{"run_dir": "a", "mig": 0.3, "dci_d": 0.1, "dci_i": 0.9},
+                           {"run_dir": "b", "mig": 0.2, "dci_d": 0.1, "dci_i": 0.5}],
+                          thresholds={"entangled_min_dci_i": 0.8,
+                                      "disentangled_min_mig": 0.25})
+    with pytest.raises(ValueError, match="unknown key 'entangled_max_sap'"):
+        references.check_thresholds({"entangled_max_sap": 0.1})
+    with pytest.raises(ValueError, match=r"disentangled_min_mig a number in \[0, 1\]"):
+        references.check_thresholds({"disentangled_min_mig": 2})
+
 def _published_dir(tmp_path):
     """A published reference's files (bytes only: verification never loads them)."""
     from benchmark.data.files import file_sha256
