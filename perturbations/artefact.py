@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
+import zlib
 import numbers
 import pathlib
 import re
@@ -216,7 +218,8 @@ def load_naive_deltas(data: GroundTruthData, directory, metadata: dict) -> np.nd
     try:
         with np.load(path, allow_pickle=False) as stored:
             deltas = stored["deltas"]
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile,
+            zlib.error) as error:
         raise ArtefactError(f"{path}: expected an .npz with a float array 'deltas', "
                             f"could not read it ({error})") from None
     expected = (data.num_images, *[int(s) for s in data.observation_shape])
@@ -328,6 +331,13 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
                             f"variant needs a manipulation artefact, found kind "
                             f"{metadata['kind']!r}")
     if metadata["kind"] == "naive":
+        # the deltas move these very pixels: images from another source (the official
+        # file against the renderer) would be moved by another image's delta
+        source = data.describe().get("source")
+        if metadata.get("source") and source != metadata["source"]:
+            raise ArtefactError(f"perturbation artefact {directory}: its moves were computed "
+                                f"on {metadata['source']} images, found {source} images "
+                                f"(set data.source = '{metadata['source']}')")
         variant = NaiveData(data, strength, None, None,
                             deltas=load_naive_deltas(data, directory, metadata))
         variant.metadata.update(provenance)

@@ -473,22 +473,26 @@ def record_game_settings(work_dir, wanted: dict) -> None:
         write_json(record, wanted)
 
 
-def registered_pool_size(study_dir, model: str) -> int:
-    """How many runs of `model` on the original data the study's study.json registers
-    (its seeds for that cell: cell_seeds' 'model/original', else 'model', else seeds), so
-    that a pool still training is not taken for the whole pool; 0 without a study.json."""
+def registered_pool_size(study_dir, model: str, dataset: str) -> int:
+    """How many runs of `model` on original `dataset` the study's study.json registers
+    (its seeds for that cell: cell_seeds' 'model/original', else 'model', else seeds; times
+    the model's line-search values), so that a pool still training is not taken for the
+    whole pool; 0 without a study.json or where it registers none."""
     path = pathlib.Path(study_dir) / "study.json"
     if not path.is_file():
         return 0
     settings = artefact.read_json_object(path, references.ReferenceError).get("settings")
-    if not isinstance(settings, dict) or model not in (settings.get("models") or {}):
+    if (not isinstance(settings, dict) or model not in (settings.get("models") or {})
+            or dataset not in (settings.get("datasets") or [])):
         return 0
     if "original" not in (settings.get("model_variants") or {}).get(
             model, settings.get("variants") or []):
         return 0
     cells = settings.get("cell_seeds") or {}
     seeds = cells.get(f"{model}/original", cells.get(model, settings.get("seeds") or []))
-    return len(seeds) * len(settings.get("datasets") or [None])
+    searched = (settings.get("line_search") or {}).get(model)
+    values = searched[1] if isinstance(searched, (list, tuple)) and len(searched) == 2 else [0]
+    return len(seeds) * max(len(values), 1)
 
 
 def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
@@ -514,7 +518,7 @@ def pool_runs(study_dir, model: str, dataset: str) -> tuple[list[str], int]:
                 and described.get("name") == dataset \
                 and described.get("variant", "original") == "original":
             finished.append(str(run_dir))
-    return finished, max(len(candidates), registered_pool_size(study_dir, model))
+    return finished, max(len(candidates), registered_pool_size(study_dir, model, dataset))
 
 
 def gather_references(settings: GenerateSettings) -> list[dict]:

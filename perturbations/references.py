@@ -218,8 +218,9 @@ def choose(references: list[dict], ensemble_size: int = 1, exclude_overpruned: b
         entangled = sides["entangled"][:ensemble_size]
         disentangled = sides["disentangled"][::-1][:ensemble_size]
         if {r["run_dir"] for r in entangled} & {r["run_dir"] for r in disentangled}:
-            raise ReferenceError(f"thresholds {thresholds} let one run count as both "
-                                 "entangled and disentangled: they must not overlap")
+            raise ReferenceError(f"under the thresholds {thresholds} one run would be chosen "
+                                 "for both sides, entangled and disentangled: the pool has "
+                                 "too few runs apart, or the thresholds overlap")
     else:
         entangled, disentangled = ranked[:ensemble_size], ranked[::-1][:ensemble_size]
     if min_mig_gap is not None:

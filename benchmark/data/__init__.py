@@ -80,8 +80,10 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
         return make_oracle_variant(data, variant, eps, wave_direction, wave_periods)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
+            command = ("perturbations.naive_artefact" if variant == "naive"
+                       else "perturbations.generate")
             raise ConfigError(f"the {variant!r} variant needs data.artefact = '<directory of "
-                             "python -m perturbations.generate>'; found none")
+                             f"python -m {command}>'; found none")
         from benchmark.data.variants import NoisyData
         return NoisyData(data, eps=eps, seed=seed)
     # An artefact's m(w) is a network of the perturbations package, a layer above this one:

@@ -72,6 +72,9 @@ TESTS = {
     "greater": "one-sided Welch; alternative: mean({model}{setting_shown}) − "
                "mean({versus_model}{versus_setting_shown}) > 0 on {variant} data",
 }
+#: report columns where a higher value is worse: the report reads their scores negated,
+#: so that every test's "drop" is how much worse the variant is (here: the rise)
+HIGHER_IS_WORSE = ("Recon.", "misalignment")
 FIELDS = {"id", "test", "model", "dataset", "variant", "versus", "setting", "metric", "alpha",
           "family", "margin", "margin_of", "margin_fraction", "claim", "versus_model",
           "versus_setting", "floor", "margin_headroom"}
@@ -105,6 +108,10 @@ def normalise(hypotheses) -> list[dict]:
         h = {"variant": "modified", "versus": "noisy", "setting": "", "metric": "MIG",
              "alpha": stats.ALPHA, "family": "primary", **h}
         h["alpha"] = float(h["alpha"])
+        if h["test"] == "greater" and h["metric"] in HIGHER_IS_WORSE:
+            raise ValueError(f"{where}: a 'greater' test reads 'higher is better'; on "
+                             f"{h['metric']!r}, where higher is worse, compare the methods "
+                             "with the other one as 'model'")
         if not 0 < h["alpha"] < 0.5:
             raise ValueError(f"{where}: alpha must be in (0, 0.5) (each test is one-sided "
                              f"and shows its (1 - 2 alpha) interval), found {h['alpha']}")
@@ -197,6 +204,12 @@ def _claim(h: dict) -> str:
     subject = f"{h['model']} {h['metric']} on {h['dataset']}"
     if h["setting"]:
         subject += f" ({h['setting']})"
+    if h["metric"] in HIGHER_IS_WORSE:      # its drop is its rise
+        subject += " (higher is worse)"
+        if h["test"] == "drop":
+            return f"{subject} rises on {h['variant']} data"
+        if h["test"] == "drop_difference":
+            return f"{subject} rises more on {h['variant']} than on {h['versus']} data"
     if h["test"] == "drop":
         return f"{subject} drops on {h['variant']} data"
     if h["test"] == "equivalence":
@@ -276,9 +289,11 @@ def _floor_gate(h: dict, values) -> tuple[dict, str | None]:
     found = {"floor_estimate": gate["drop"], "floor_p": gate["p_drop"]}
     if gate["p_drop"] < h["alpha"]:
         return found, None
-    return found, (f"{h['model']} {h['metric']} on original {sum(model) / len(model):.3f} "
-                   f"is not above the {h['floor']} floor {sum(floor) / len(floor):.3f} "
-                   f"(one-sided Welch p {gate['p_drop']:.3g}, alpha {h['alpha']:g})")
+    sign, side = (-1.0, "below") if h["metric"] in HIGHER_IS_WORSE else (1.0, "above")
+    return found, (f"{h['model']} {h['metric']} on original "
+                   f"{sign * sum(model) / len(model):.3f} is not {side} the {h['floor']} "
+                   f"floor {sign * sum(floor) / len(floor):.3f} (one-sided Welch p "
+                   f"{gate['p_drop']:.3g}, alpha {h['alpha']:g})")
 
 
 def _headroom_margin(h: dict, values) -> float:

@@ -22,6 +22,7 @@ from benchmark.runs import results as results_lib
 from benchmark.statistics import hypotheses as hypotheses_lib
 from benchmark.statistics import stats
 from benchmark.studies import mechanism
+from benchmark.statistics.hypotheses import HIGHER_IS_WORSE
 from benchmark.studies.report_data import (LOWER_IS_BETTER, METRICS, ORACLE_ARMS, ReportError,
                                            group, is_finite, is_missing, nominal,
                                            variant_label, variant_rank)
@@ -239,12 +240,6 @@ def power_lines(rows: list[dict], column: str = "MIG") -> list[str]:
     return lines + [""]
 
 
-#: columns where a higher value is worse: a hypothesis reads their scores negated, so that
-#: its "drop" is, as for every column, how much worse the variant is (the rise of the
-#: reconstruction loss, of the misalignment in degrees)
-HIGHER_IS_WORSE = (*LOWER_IS_BETTER, "misalignment")
-
-
 def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
     """The study's pre-registered hypotheses (study.json settings.hypotheses) tested on the
     kept runs of `groups` (benchmark/statistics/hypotheses.py); [] when it declares none.
@@ -289,6 +284,9 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
              "study.json before its runs trained; tested on the kept (not over-pruned) runs. "
              "Estimate: the drop (original − variant), or the difference of drops "
              "(variant − versus)"
+             + (f"; for {', '.join(HIGHER_IS_WORSE)} (higher is worse) the drop is the rise "
+                "(variant − original), its scores read negated"
+                if any(row["metric"] in HIGHER_IS_WORSE for row in rows) else "")
              + (", or the difference of two methods' means (greater: model − versus model)"
                 if any(row["test"] == "greater" for row in rows) else "")
              + ", with its (1 − 2α) Welch t interval (90 % at α 0.05: each test is "

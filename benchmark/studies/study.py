@@ -48,6 +48,7 @@ from benchmark.data.change import change_path
 from benchmark.runs import fingerprint as fingerprint_lib
 from benchmark.runs import results as results_lib
 from benchmark.statistics import hypotheses as hypotheses_lib
+from benchmark.studies.report_data import METRICS
 
 FLAGS = flags.FLAGS
 
@@ -270,6 +271,7 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
     battery = check_battery(battery, variants) if battery else None
     registered = hypotheses_lib.normalise(hypotheses)
     hypotheses_lib.check_grid(registered, models, datasets, variants, model_variants)
+    check_hypothesis_metrics(registered, battery)
     if not isinstance(scope, str):
         raise ValueError(f"study.scope must be a text, found {scope!r}")
     return StudySettings(name=name, output_dir=output_dir, models=models, datasets=datasets,
@@ -278,6 +280,22 @@ def study_settings(name: str = gin.REQUIRED, output_dir: str = gin.REQUIRED,
                          model_variants=model_variants, cell_seeds=cell_seeds,
                          start_from=start_from, battery=battery, scope=scope,
                          hypotheses=tuple(registered))
+
+
+def check_hypothesis_metrics(registered: list[dict], battery: dict | None) -> None:
+    """ValueError, before any run trains, for a hypothesis whose metric the report has no
+    column for, or on 'misalignment' in a study whose battery names no plane (where the
+    report measures no angle)."""
+    columns = [column for column, _, _ in METRICS]
+    for h in registered:
+        if h["metric"] == "misalignment":
+            if not (battery or {}).get("plane"):
+                raise ValueError(f"study.hypotheses {h['id']}: 'misalignment' is measured in "
+                                 "the plane the study's battery names; set study.battery "
+                                 "with a 'plane' (two factor columns)")
+        elif h["metric"] not in columns:
+            raise ValueError(f"study.hypotheses {h['id']}: expected a metric among "
+                             f"{', '.join(columns)} or misalignment, found {h['metric']!r}")
 
 
 def check_battery(battery, variants) -> dict:

@@ -273,3 +273,41 @@ def test_floor_fields_are_checked_before_a_study_runs():
                               {"ae": ["modified"]})
     hypotheses.check_grid(h, ["beta_vae", "ae"], ["d"], ["original", "modified"],
                           {"ae": ["original"]})
+
+
+def test_a_higher_is_worse_metric_is_named_and_gated_in_its_own_direction():
+    """On misalignment (degrees, higher is worse) a 'drop' is a rise: the claim says so,
+    the floor gate reads 'below' with the means in degrees, and 'greater' (which reads
+    higher as better) is refused; a metric the report has no column for, or misalignment
+    without a battery plane, is refused before any run trains."""
+    declared = hypotheses.normalise([
+        {"id": "M", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+         "variant": "naive", "metric": "misalignment", "floor": "ae"}])
+    assert declared[0]["claim"] == ("beta_vae misalignment on dsprites (higher is worse) "
+                                    "rises on naive data")
+    degrees = {("beta_vae", "original"): [20.0, 22.0, 18.0],
+               ("ae", "original"): [10.0, 11.0, 9.0], ("beta_vae", "naive"): [30.0] * 3}
+
+    def negated(model, dataset, variant, setting, metric):      # as the report reads them
+        return [-v for v in degrees.get((model, variant), [])]
+    (row,) = hypotheses.evaluate(declared, negated)
+    assert row["outcome"].startswith("untestable at this scale: beta_vae misalignment on "
+                                     "original 20.000 is not below the ae floor 10.000")
+    with pytest.raises(ValueError, match="where higher is worse"):
+        hypotheses.normalise([{"id": "G", "test": "greater", "model": "beta_vae",
+                               "versus_model": "ae", "dataset": "dsprites",
+                               "metric": "misalignment"}])
+    base = dict(name="s", output_dir="/tmp/unused", models={"beta_vae": "b.gin"},
+                variants=["original", "noisy@0.1"])
+    for metric, battery, message in (
+            ("SAP score", None, "expected a metric among MIG"),
+            ("misalignment", None, "set study.battery with a 'plane'")):
+        with pytest.raises(ValueError, match=message):
+            study.study_settings(**base, battery=battery, hypotheses=[
+                {"id": "H", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+                 "variant": "noisy", "metric": metric}])
+    found = study.study_settings(
+        **base, battery={"manipulated": "noisy@0.1", "controls": [], "plane": [0, 1]},
+        hypotheses=[{"id": "H", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+                     "variant": "noisy", "metric": "misalignment"}])
+    assert found.hypotheses[0]["metric"] == "misalignment"

@@ -187,6 +187,13 @@ def test_a_reference_pool_is_the_finished_runs_of_a_study(tmp_path):
         "cell_seeds": {"ae": [0, 1, 2]}}}))
     assert pool_runs(study, "beta_vae", "dsprites") == ([first], 5)
     assert pool_runs(study, "ae", "dsprites")[1] == 3
+    # only the asked dataset's runs count; a line-searched model has a run per value
+    (study / "study.json").write_text(json.dumps({"settings": {
+        "models": {"beta_vae": "b.gin"}, "datasets": ["dsprites", "shapes3d"],
+        "variants": ["original"], "seeds": [0, 1],
+        "line_search": {"beta_vae": ["beta_vae.beta", [1, 4, 16]]}}}))
+    assert pool_runs(study, "beta_vae", "dsprites")[1] == 6
+    assert pool_runs(study, "beta_vae", "mpi3d") == ([], 0)      # a dataset it lacks
 
 
 def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):

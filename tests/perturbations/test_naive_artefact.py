@@ -87,6 +87,16 @@ def test_a_changed_or_misshapen_naive_artefact_is_refused_in_one_line(square, tm
     (directory / "metadata.json").write_text(json.dumps(metadata))
     with pytest.raises(artefact.ArtefactError, match="could not read it"):
         make_variant(square, "naive", artefact=str(directory))
+    (directory / artefact.DELTAS).write_bytes(b"not a zip file at all")
+    metadata[artefact.DELTAS_SHA256] = artefact.file_sha256(directory / artefact.DELTAS)
+    (directory / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(artefact.ArtefactError, match="could not read it"):
+        make_variant(square, "naive", artefact=str(directory))
+    # moves computed on the official file's images are not applied to rendered ones
+    artefact.save_naive(directory, deltas, _metadata(square, source="file"))
+    with pytest.raises(artefact.ArtefactError, match="computed on file images, found "
+                                                     "procedural images"):
+        make_variant(square, "naive", artefact=str(directory))
     # made for another dataset: refused before anything is read
     other = FactorSubset(dsprites.DSprites(source="procedural"),
                          {**ORACLE_FIXED_FACTORS, "shape": 1})

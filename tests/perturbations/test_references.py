@@ -129,7 +129,7 @@ def test_registered_thresholds_choose_clearly_entangled_and_disentangled_referen
     with pytest.raises(references.ReferenceError, match="did not record"):
         references.choose([*pool, {"run_dir": "x", "mig": 0.1, "dci_d": None,
                                    "dci_i": None}], thresholds=rules)
-    with pytest.raises(references.ReferenceError, match="both"):
+    with pytest.raises(references.ReferenceError, match="for both sides"):
         references.choose([{"run_dir": "a", "mig": 0.3, "dci_d": 0.1, "dci_i": 0.9},
                            {"run_dir": "b", "mig": 0.2, "dci_d": 0.1, "dci_i": 0.5}],
                           thresholds={"entangled_min_dci_i": 0.8,
