@@ -9,6 +9,8 @@ NAME is one of:
   magnitude         S1-S3 of the Shapes3D magnitude study (results/shapes3d_magnitude_cpu)
   restore_codes     a study's evaluation codes from a bit-identical retrain
                     (results/manipulation_ellipse3_cpu)
+  geometry_calibration  trained codes' misalignment against the local geometry's angle
+                    (results/perturbations/calibration_*.md)
 
 Each reading's own docstring (benchmark/readings/NAME.py) says what it reads, what it
 writes and by which registered rule; ARGS are the paths it reads, in that order. A reading
@@ -24,7 +26,8 @@ from benchmark.core.errors import cli_main, run_command
 
 #: reading name -> module (each has `main(args: list[str]) -> None`)
 READINGS = {name: f"benchmark.readings.{name}" for name in
-            ("games", "objective_check", "feasibility_gate", "magnitude", "restore_codes")}
+            ("games", "objective_check", "feasibility_gate", "magnitude", "restore_codes",
+             "geometry_calibration")}
 
 
 def define_flags() -> None:
