@@ -34,6 +34,7 @@ from scipy import stats as sp_stats
 from benchmark.core.atomic import atomic_path, write_json
 from benchmark.metrics.alignment import MIN_R2
 from benchmark.readings import ReadingError, read_json_object
+from benchmark.studies import mechanism
 
 MODEL = "beta_vae"
 USAGE = ("usage: python -m benchmark.readings geometry_calibration GEOMETRY_JSON OUT_JSON "
@@ -129,15 +130,9 @@ def calibration(found: list[dict]) -> dict:
                                f"{len(found)} runs of {sorted({p['arm'] for p in found})}")
     arms = {}
     for arm in sorted({p["arm"] for p in found}, key=lambda a: (a != "original", a)):
-        values = np.array([p["observed"] for p in found if p["arm"] == arm])
-        row = {"geometry": next(p["geometry"] for p in found if p["arm"] == arm),
-               "n": int(len(values)), "mean": float(values.mean()),
-               "ci_low": None, "ci_high": None}
-        if len(values) > 1:
-            half = sp_stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(
-                len(values))
-            row.update(ci_low=float(values.mean() - half), ci_high=float(values.mean() + half))
-        arms[arm] = row
+        arm_summary = mechanism.summary([p["observed"] for p in found if p["arm"] == arm])
+        arms[arm] = {"geometry": next(p["geometry"] for p in found if p["arm"] == arm),
+                     **{k: arm_summary[k] for k in ("n", "mean", "ci_low", "ci_high")}}
     x = np.array([p["geometry"] for p in found])
     y = np.array([p["observed"] for p in found])
     fit = sp_stats.linregress(x, y)
