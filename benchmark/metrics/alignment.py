@@ -118,6 +118,22 @@ def merge_rows(fresh: list[dict], previous_path, columns: Sequence[int]) -> list
     return sorted(fresh + kept, key=lambda row: row["run"])
 
 
+def update_study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> tuple[list[dict], int]:
+    """Brings STUDY_DIR/alignment.json up to date: the rows of every run with its codes
+    (`study_alignment`) merged with the earlier file's rows of runs whose codes are gone
+    (`merge_rows`), written atomically. Returns (rows written, how many were kept from the
+    earlier file); writes nothing and returns ([], 0) when no run has its codes."""
+    from benchmark.core.atomic import write_json
+
+    fresh = study_alignment(study_dir, columns)
+    if not fresh:
+        return [], 0
+    path = pathlib.Path(study_dir) / "alignment.json"
+    rows = merge_rows(fresh, path, columns)
+    write_json(path, {"columns": [int(c) for c in columns], "runs": rows})
+    return rows, len(rows) - len(fresh)
+
+
 def define_flags() -> None:
     from absl import flags
     flags.DEFINE_list("columns", ["0", "1"], "The two factor columns of the plane.")
@@ -127,25 +143,20 @@ def define_flags() -> None:
 def main(argv) -> None:
     from absl import app, flags
 
-    from benchmark.core.atomic import write_json
-
     if len(argv) != 2:
         raise app.UsageError("usage: python -m benchmark.metrics.alignment STUDY_DIR")
     columns = [int(c) for c in flags.FLAGS.columns]
-    fresh = study_alignment(argv[1], columns)
-    if not fresh:
+    rows, kept = update_study_alignment(argv[1], columns)
+    if not rows:
         raise codes_lib.MetricInputError(f"{argv[1]}: no runs/*/eval_codes.npz found")
-    rows = merge_rows(fresh, pathlib.Path(argv[1]) / "alignment.json", columns)
-    if len(rows) > len(fresh):
-        print(f"kept {len(rows) - len(fresh)} row(s) of the earlier alignment.json for runs "
+    if kept:
+        print(f"kept {kept} row(s) of the earlier alignment.json for runs "
               "whose eval_codes.npz is gone")
     for row in rows:
         print(f"{row['run']:48s} angles {' '.join(f'{a:5.1f}' for a in row['angle_deg'])}"
               f"  misalignment {' '.join(f'{m:4.1f}' for m in row['misalignment_deg'])}"
               f"  R2 {' '.join(f'{r:.2f}' for r in row['r2'])}")
-    out = write_json(pathlib.Path(argv[1]) / "alignment.json",
-                     {"columns": columns, "runs": rows})
-    print(json.dumps({"written": str(out)}))
+    print(json.dumps({"written": str(pathlib.Path(argv[1]) / "alignment.json")}))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ from benchmark.core.processes import (_STOPPING, end_with_parent, run_batch, run
                                  run_one, stop_runs)
 from benchmark.data import ARTEFACT_VARIANTS, VARIANTS
 from benchmark.data.change import change_path
+from benchmark.metrics import alignment as alignment_lib
+from benchmark.metrics.codes import MetricInputError
 from benchmark.runs import fingerprint as fingerprint_lib
 from benchmark.runs import results as results_lib
 from benchmark.statistics import hypotheses as hypotheses_lib
@@ -642,6 +644,7 @@ def _execute(out: pathlib.Path, settings: StudySettings, specs: list, backend: s
                 "skipped": skipped, "changed": sorted(changed), "busy": sorted(busy),
                 "unconfigurable": unconfigurable, "stopped": []}
     _merge_study_json(out / "study.json", settings, specs)
+    record_alignment(out, settings)      # runs finished before this call (a resume)
     commands = {s.name: s.command(out.resolve()) for s in todo}
     ran, now_failed, stopped, ended = [], [], [], []
     started = time.time()
@@ -659,6 +662,7 @@ def _execute(out: pathlib.Path, settings: StudySettings, specs: list, backend: s
             if seconds is not None and name not in resumed:
                 run_seconds.append(seconds)
             current.pop(name, None)
+            record_alignment(out, settings)
         elif code == USER_ERROR_EXIT and LOCKED_MARK in stderr:
             busy[name] = stderr.strip().splitlines()[-1]   # taken since the check above
             logging.warning("run %s is busy: %s", name, busy[name])
@@ -700,6 +704,21 @@ def _execute(out: pathlib.Path, settings: StudySettings, specs: list, backend: s
     return {"finished": sorted(done | set(ran)), "ran": sorted(ran),
             "failed": sorted(now_failed), "skipped": skipped, "changed": [],
             "busy": sorted(busy), "stopped": sorted(stopped)}
+
+
+def record_alignment(out: pathlib.Path, settings: StudySettings) -> None:
+    """For a study whose battery names a plane: OUT/alignment.json brought up to date after
+    a run finishes (`alignment.update_study_alignment`), so that each run's angles are kept
+    in a file a study publishes, while its evaluation codes (not kept in git) are still
+    there. A file it cannot merge (another plane, unreadable) is left as it is, with a
+    warning: the runs go on, and the alignment command says what to do."""
+    plane = (settings.battery or {}).get("plane")
+    if not plane:
+        return
+    try:
+        alignment_lib.update_study_alignment(out, [int(c) for c in plane])
+    except MetricInputError as error:
+        logging.warning("alignment.json not updated: %s", error)
 
 
 def write_sample_grids(settings: StudySettings, directory: pathlib.Path) -> None:

@@ -355,3 +355,52 @@ def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
     study.write_sample_grids(settings, tmp_path / "samples")
     assert len(commands) == 1 and "--variant=wave" in commands[0]
     assert "--fixed_factors={'shape': 1, 'scale': 5}" in commands[0]
+
+
+def test_a_battery_study_keeps_each_runs_angles_as_it_finishes(tmp_path, monkeypatch):
+    """The evaluation codes are not kept in git, so a study whose battery names a plane
+    writes alignment.json after every finished run: the angles of runs trained in an
+    earlier session survive in the published file, where their codes do not."""
+    import numpy as np
+
+    out = tmp_path / "s"
+    settings = dataclasses.replace(
+        _settings(out, variants=["original", "noisy"], seeds=(0, 1)),
+        battery={"manipulated": "noisy", "controls": [], "plane": [0, 1]})
+    angles = {"ae_dsprites_original_seed0": 10.0, "ae_dsprites_noisy_seed0": 30.0,
+              "ae_dsprites_original_seed1": 5.0, "ae_dsprites_noisy_seed1": 40.0}
+
+    def fake_run(command, cwd):
+        run_dir = pathlib.Path(next(a.split("=", 1)[1] for a in command
+                                    if a.startswith("--output_dir=")))
+        theta = np.radians(angles[run_dir.name])
+        rng = np.random.default_rng(0)
+        factors = rng.integers(0, 32, size=(400, 2)).astype(float)
+        rotation = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        np.savez(run_dir / "eval_codes.npz", factors=factors, codes=factors @ rotation)
+        return 0, "", 1.0
+
+    monkeypatch.setattr(study, "write_sample_grids", lambda *a: None)
+    monkeypatch.setattr(study, "_timed_run", fake_run)
+    study.execute(settings, workers=1)
+    rows = {r["run"]: r for r in json.loads((out / "alignment.json").read_text())["runs"]}
+    assert set(rows) == set(angles)
+    for name, theta in angles.items():
+        assert np.mean(rows[name]["misalignment_deg"]) == pytest.approx(min(theta, 90 - theta))
+    # a later session (a fresh clone) lost the codes of seed 0: its rows stay
+    for name in ("ae_dsprites_original_seed0", "ae_dsprites_noisy_seed0"):
+        (out / "runs" / name / "eval_codes.npz").unlink()
+    study.record_alignment(out, settings)
+    rows = {r["run"]: r for r in json.loads((out / "alignment.json").read_text())["runs"]}
+    assert set(rows) == set(angles)
+    assert np.mean(rows["ae_dsprites_noisy_seed0"]["misalignment_deg"]) == pytest.approx(30.0)
+    # a file of another plane is not overwritten and stops no run
+    (out / "alignment.json").write_text(json.dumps({"columns": [0, 2], "runs": []}))
+    study.record_alignment(out, settings)
+    assert json.loads((out / "alignment.json").read_text())["columns"] == [0, 2]
+    # no plane, no file
+    other = tmp_path / "t"
+    monkeypatch.setattr(study, "_timed_run", fake_run)
+    study.execute(_settings(other, variants=["original", "noisy"], seeds=(0,)), workers=1)
+    assert not (other / "alignment.json").exists()
