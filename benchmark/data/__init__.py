@@ -13,7 +13,7 @@ from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
-            "wave_texture", "naive")
+            "wave_texture", "naive", "rotated")
 #: the variants that need an artefact (data.artefact): a manipulation's or a naive move's
 ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive")
 
@@ -54,7 +54,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     mean pattern E_w m(w) added to every image, perturbations/artefact.py), 'naive' (paper
     002 sec. 4.4's naive move, from an artefact written by `python -m
     perturbations.naive_artefact`) or the positive-control arms 'oracle' / 'texture' /
-    'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS). eps
+    'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS), or
+    'rotated' (the sprite turned by eps orientation classes, benchmark/data/rotated.py). eps
     overrides an artefact's strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
@@ -78,6 +79,11 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ConfigError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
         from benchmark.data.oracle import make_oracle_variant
         return make_oracle_variant(data, variant, eps, wave_direction, wave_periods)
+    if variant == "rotated":
+        if artefact is not None:
+            raise ConfigError(f"the 'rotated' variant takes no artefact; found {artefact!r}")
+        from benchmark.data.rotated import RotatedSprites
+        return RotatedSprites(data, eps)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
             command = ("perturbations.naive_artefact" if variant == "naive"
