@@ -1,4 +1,5 @@
-"""python -m perturbations.geometry [ARTEFACT_DIR ...] [--waves=0.05,0.1,...] [--out=FILE]
+"""python -m perturbations.geometry [ARTEFACT_DIR ...] [--waves=0.05,0.1,...] [--rotations=5,10]
+[--out=FILE]
 
 ARTEFACT_DIR: an artefact directory or a folder of them (default: results/perturbations
 when no --waves are given).
@@ -39,7 +40,9 @@ published artefact passes (|correlation| at most 0.009).
 Rows: each artefact directory given, evaluated on its own dataset with its fixed factors and strength;
 with --waves, the wave (benchmark/data/oracle.py) at those strengths on the 2-factor ellipse
 (the dose-response the threshold comes from), its fixed-phase texture and matched noise as
-controls. Datasets without posX and posY have no plane here: reported, not checked.
+controls; with --rotations, the ellipse's sprite turned by that many orientation classes
+(benchmark/data/rotated.py) and noise matched in energy to the first. Datasets without posX
+and posY have no plane here: reported, not checked.
 """
 
 from __future__ import annotations
@@ -167,6 +170,30 @@ def wave_rows(strengths: Sequence[float]) -> list[dict]:
     return rows
 
 
+def rotation_rows(classes: Sequence[int]) -> list[dict]:
+    """The 'rotated' arms on the ellipse (benchmark/data/rotated.py): original, then the
+    sprite turned by each number of orientation classes, and noise matched in energy to
+    the first of them."""
+    from benchmark.data import get_dataset, make_variant
+    from benchmark.data.oracle import matched_noise_eps
+    from benchmark.data.subset import FactorSubset
+    from benchmark.data.variants import NoisyData
+
+    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED)
+    original = geometry_row(data)
+    rows = [{"name": "rotated (ellipse)", "variant": "original", **original}]
+    for k in classes:
+        rows.append({"name": "rotated (ellipse)", "variant": f"rotated@{k:g}",
+                     **geometry_row(make_variant(data, "rotated", eps=k),
+                                    original_axis=original["axis_deg"])})
+    if classes:
+        noise = matched_noise_eps(make_variant(data, "rotated", eps=classes[0]), power=2)
+        rows.append({"name": "rotated (ellipse)", "variant": f"noisy@{noise:.4g}",
+                     **geometry_row(NoisyData(data, eps=noise),
+                                    original_axis=original["axis_deg"])})
+    return rows
+
+
 def table_lines(rows: list[dict]) -> list[str]:
     """The rows as a markdown table."""
     lines = ["| perturbation | arm | correlation | anisotropy | principal axis (deg from posX) "
@@ -192,6 +219,9 @@ def define_flags() -> None:
     flags.DEFINE_list("waves", [], "Wave strengths on the ellipse to check beside the "
                       "artefacts (the dose-response the threshold comes from), e.g. "
                       "0.05,0.1,0.2,0.3.")
+    flags.DEFINE_list("rotations", [], "Turns of the ellipse's sprite, in orientation "
+                      "classes (the 'rotated' variant), to check beside the artefacts, e.g. "
+                      "5,10.")
     flags.DEFINE_string("out", None, "Where to write the rows as JSON (written whole or not "
                         "at all).")
 
@@ -204,7 +234,7 @@ def main(argv) -> None:
     from benchmark.core.config import find_published
 
     named = [pathlib.Path(a) for a in argv[1:]]
-    if not named and not flags.FLAGS.waves:
+    if not named and not flags.FLAGS.waves and not flags.FLAGS.rotations:
         named = [pathlib.Path(find_published(DEFAULT_ARTEFACTS))]
     given = []
     for directory in named:          # an artefact, or a folder of them
@@ -222,7 +252,13 @@ def main(argv) -> None:
         raise UserError(f"--waves: expected numbers, found {flags.FLAGS.waves}") from None
     if any(not 0 < s <= 1 for s in strengths):
         raise UserError(f"--waves: expected strengths in (0, 1], found {strengths}")
+    try:
+        turns = [int(s) for s in flags.FLAGS.rotations]
+    except ValueError:
+        raise UserError(f"--rotations: expected whole numbers of orientation classes, found "
+                        f"{flags.FLAGS.rotations}") from None
     rows = wave_rows(strengths) if strengths else []
+    rows += rotation_rows(turns) if turns else []      # a turn out of range: ConfigError
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))

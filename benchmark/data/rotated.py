@@ -67,7 +67,7 @@ class RotatedSprites(GroundTruthData):
         if turned > size - 1:
             raise ConfigError(f"rotated@{int(value)}: orientation {start} + {int(value)} = "
                               f"{turned} is not a class of {data.name}'s orientation (0..{size - 1})")
-        self.source = data
+        self.base = data      # the unturned data (what a change is measured against)
         self.classes = int(value)
         self.eps = float(self.classes)
         values = np.asarray(data.base.factor_values[names.index(FACTOR)], dtype=np.float64)
@@ -79,6 +79,6 @@ class RotatedSprites(GroundTruthData):
         return self.rendered.observations_from_factors(factors, rng)
 
     def describe(self) -> dict:
-        return {**self.source.describe(), "variant": self.variant, "eps": self.eps,
+        return {**self.base.describe(), "variant": self.variant, "eps": self.eps,
                 "rotation_deg": self.rotation_deg,
                 "rendered_orientation": self.rendered.fixed[FACTOR]}

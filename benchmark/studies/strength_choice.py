@@ -32,7 +32,9 @@ angle): (b') the mean misalignment exceeds the original's (one-sided Welch at al
 reaches GEOMETRY_SHARE of the angle by which the principal axis of the images' local
 geometry at s lies off the nearest factor axis (perturbations/geometry.py, computed from
 the wave on the ellipse: a code cannot be asked to turn further than the images do). The
-share of runs whose own misalignment reaches that angle is reported beside it.
+share of runs whose own misalignment reaches that angle is reported beside it. A pilot
+whose sweep is the 'rotated' sprite (benchmark/data/rotated.py) reads it against the
+turned sprite's own geometry.
 """
 
 from __future__ import annotations
@@ -151,21 +153,30 @@ def _mean(values) -> float | None:
 
 
 def geometry_turns(settings: dict, strengths) -> dict:
-    """{strength: degrees by which the principal axis of the images' local geometry under
-    the wave at that strength lies off the nearest factor axis} for a pilot on the ellipse
-    with the wave's default periods and direction (perturbations.geometry.wave_rows);
-    UserError for a pilot on other data, whose geometry this does not compute."""
-    from perturbations.geometry import wave_rows
+    """{strength: degrees by which the principal axis of the images' local geometry at that
+    strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
+    ellipse: the wave with its default periods and direction (perturbations.geometry.
+    wave_rows), or the 'rotated' sprite (`rotation_rows`); UserError for a pilot on other
+    data or another sweep, whose geometry this does not compute."""
+    from perturbations.geometry import rotation_rows, wave_rows
 
     bindings = [b.replace(" ", "") for b in settings.get("bindings", [])]
     if ELLIPSE_BINDING not in bindings or any(b.startswith("data.wave_") for b in bindings):
-        raise UserError("--turn=geometry computes the local geometry of the wave on the "
-                        "ellipse (data.fixed_factors = {'shape': 1, 'scale': 5, "
-                        "'orientation': 0}, the wave's default periods and direction); this "
-                        f"pilot's bindings are {settings.get('bindings', [])}")
-    rows = wave_rows([s for s in strengths if s > 0])
+        raise UserError("--turn=geometry computes the local geometry of the wave or the "
+                        "rotated sprite on the ellipse (data.fixed_factors = {'shape': 1, "
+                        "'scale': 5, 'orientation': 0}, the wave's default periods and "
+                        f"direction); this pilot's bindings are {settings.get('bindings', [])}")
+    bases = {base_of(v) for v in settings.get("variants", []) if v != "original"}
+    sweep = (settings.get("battery") or {}).get("sweep") or (bases.pop() if len(bases) == 1
+                                                              else "wave")
+    if sweep not in ("wave", "rotated"):
+        raise UserError(f"--turn=geometry computes the geometry of the 'wave' and 'rotated' "
+                        f"sweeps, found {sweep!r}")
+    positive = [s for s in strengths if s > 0]
+    rows = (wave_rows(positive) if sweep == "wave"
+            else rotation_rows([int(s) for s in positive]))
     return {float(r["variant"].partition("@")[2]): r["misalignment_deg"]
-            for r in rows if r["variant"].startswith("wave@")}
+            for r in rows if r["variant"].startswith(f"{sweep}@")}
 
 
 def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
@@ -266,7 +277,7 @@ def define_flags() -> None:
     flags.DEFINE_enum("turn", "absolute", list(TURN_RULES),
                       "How criterion (b) reads a turn: 'absolute' (mean misalignment >= "
                       "22.5 deg) or 'geometry' (>= half the local geometry's own turn, "
-                      "computed for the wave on the ellipse).")
+                      "computed for the wave or the rotated sprite on the ellipse).")
     flags.DEFINE_string("original_from", None, "A study whose original arm is this pilot's "
                         "(same settings but for data.wave_*), for a pilot that trains the "
                         "wave arms alone.")

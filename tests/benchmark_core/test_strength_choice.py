@@ -160,3 +160,15 @@ def test_the_geometry_rule_computes_the_waves_turn_on_the_ellipse_only():
                   {"bindings": [*ellipse["bindings"], "data.wave_periods = 2"]}):
         with pytest.raises(UserError, match="--turn=geometry computes"):
             strength_choice.geometry_turns(other, [0.1])
+
+
+def test_the_geometry_rule_computes_the_rotated_sprites_turn():
+    """A pilot whose sweep is the 'rotated' sprite reads (b') against that sprite's own
+    local geometry: 41.8 deg off the axes at rotated@5, 4.4 deg at rotated@10."""
+    ellipse = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}"],
+               "variants": ["original", "rotated@5", "rotated@10"]}
+    turns = strength_choice.geometry_turns(ellipse, [0.0, 5.0, 10.0])
+    assert turns == {5.0: pytest.approx(41.8, abs=0.1), 10.0: pytest.approx(4.4, abs=0.1)}
+    with pytest.raises(UserError, match="'wave' and 'rotated' sweeps"):
+        strength_choice.geometry_turns({**ellipse, "variants": ["original", "noisy@0.1"]},
+                                       [0.1])

@@ -74,3 +74,15 @@ def test_an_artefact_is_checked_on_its_own_dataset_with_its_texture(tmp_path):
     assert rows[0]["axis_deg"] == pytest.approx(90.0)
     assert all(r["turn_deg"] is not None and r["name"] == "art" for r in rows[1:])
     assert all(isinstance(r["passes"], bool) for r in rows[1:])
+
+
+def test_the_command_checks_the_rotated_sprite_and_refuses_a_turn_out_of_range():
+    found = python_m("perturbations.geometry", "--rotations=5,10")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert "| rotated (ellipse) | rotated@5 | 0.420 |" in found.stdout
+    assert "| rotated (ellipse) | rotated@10 | -0.049 |" in found.stdout
+    assert "| rotated (ellipse) | noisy@0.3488 |" in found.stdout   # energy 166, as rotated@5
+    for bad, message in (("--rotations=45", "is not a class"),
+                         ("--rotations=2.5", "whole numbers")):
+        refused = python_m("perturbations.geometry", bad)
+        assert refused.returncode == 2 and message in refused.stderr.strip().splitlines()[-1]
