@@ -310,7 +310,34 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
         lines.append(f"| {r['id']} | {r['claim']} | {r['test_name']} | {r['family']} | "
                      f"{r['alpha']:g} | {margin} | {estimate} | {r['n'] or '—'} | "
                      f"{_p(r['p'])} | {_p(r['p_holm'])} | {r['outcome']} |")
-    return lines + [""]
+    return lines + [""] + gate_lines(rows)
+
+
+def gate_lines(rows: list[dict]) -> list[str]:
+    """One line per validity gate the hypotheses share (model, floor, metric, alpha): the
+    model's original mean minus the floor's, its one-sided Welch p and whether it passed,
+    with the ids it gates; [] when no hypothesis has a floor."""
+    gates: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("floor"):
+            gates.setdefault((r["model"], r["floor"], r["metric"], r["alpha"]), []).append(r)
+    lines = []
+    for (model, floor, metric, alpha), gated in gates.items():
+        first = gated[0]
+        ids = ", ".join(r["id"] for r in gated)
+        if first.get("floor_p") is None:
+            lines.append(f"- Validity gate of {ids}: {model} {metric} on original against the "
+                         f"{floor} floor could not be computed ({first['outcome']}).")
+            continue
+        sign = -1.0 if metric in HIGHER_IS_WORSE else 1.0
+        passed = first["floor_p"] < alpha
+        lines.append(f"- Validity gate of {ids}: {model} {metric} on original "
+                     f"{'below' if sign < 0 else 'above'} the {floor} floor by "
+                     f"{sign * first['floor_estimate']:+.3f} (one-sided Welch p "
+                     f"{_p(first['floor_p'])}, α {alpha:g}): "
+                     + ("passed, so these hypotheses could be tested." if passed else
+                        "not passed: 'untestable at this scale'."))
+    return lines + [""] if lines else []
 
 
 def artefact_warning_lines(records: list[dict], table, study: dict) -> list[str]:

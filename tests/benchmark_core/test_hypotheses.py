@@ -311,3 +311,25 @@ def test_a_higher_is_worse_metric_is_named_and_gated_in_its_own_direction():
         hypotheses=[{"id": "H", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
                      "variant": "noisy", "metric": "misalignment"}])
     assert found.hypotheses[0]["metric"] == "misalignment"
+
+
+def test_the_report_shows_each_validity_gate_beside_the_hypotheses_it_gates():
+    from benchmark.studies import report_sections
+
+    declared = hypotheses.normalise([
+        {"id": "D", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+         "floor": "ae"},
+        {"id": "X", "test": "drop_difference", "model": "beta_vae", "dataset": "dsprites",
+         "floor": "ae"},
+        {"id": "E", "test": "equivalence", "model": "pcl", "dataset": "dsprites",
+         "floor": "ae", "margin_headroom": 0.3},
+        {"id": "P", "test": "drop", "model": "beta_vae", "dataset": "dsprites"}])
+    rows = hypotheses.evaluate(declared, _floored)
+    lines = report_sections.gate_lines(rows)
+    beta = next(line for line in lines if "of D, X:" in line)
+    assert "beta_vae MIG on original above the ae floor by -0.003" in beta
+    assert beta.endswith("not passed: 'untestable at this scale'.")
+    pcl = next(line for line in lines if "of E:" in line)
+    assert "above the ae floor by +0.397" in pcl and pcl.endswith("could be tested.")
+    assert not any("P" in line.split(":")[0] for line in lines)     # P has no gate
+    assert report_sections.gate_lines([r for r in rows if r["id"] == "P"]) == []
