@@ -254,7 +254,7 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
     except ValueError as error:
         raise ReportError(f"study.json: {error}") from None
 
-    def values(model, dataset, variant, setting, metric):
+    def values(model, dataset, variant, setting, metric, seeds: bool = False):
         variant = variant_label(variant, dataset)    # the label `group` gives ('noisy@0.1')
         key = (model, dataset, variant, setting)
         if key not in groups:
@@ -265,8 +265,17 @@ def hypothesis_rows(study: dict, groups: dict) -> list[dict]:
             if len(strengths) == 1:
                 key = strengths[0]
         sign = -1.0 if metric in HIGHER_IS_WORSE else 1.0
-        return [sign * r["values"][metric] for r in groups.get(key, [])
-                if metric in r["values"]]
+        kept = [r for r in groups.get(key, []) if metric in r["values"]]
+        if not seeds:
+            return [sign * r["values"][metric] for r in kept]
+        by_seed = {}
+        for r in kept:
+            if r["seed"] in by_seed:
+                raise ReportError(f"a paired hypothesis on {model} / {variant}: two kept "
+                                  f"runs of seed {r['seed']} ({setting or 'no setting'}); "
+                                  "pairs need one run a seed")
+            by_seed[r["seed"]] = sign * r["values"][metric]
+        return by_seed
     return hypotheses_lib.evaluate(declared, values)
 
 
@@ -289,7 +298,10 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
                 if any(row["metric"] in HIGHER_IS_WORSE for row in rows) else "")
              + (", or the difference of two methods' means (greater: model − versus model)"
                 if any(row["test"] == "greater" for row in rows) else "")
-             + ", with its (1 − 2α) Welch t interval (90 % at α 0.05: each test is "
+             + ", with its (1 − 2α) Welch t interval"
+             + (" (a paired hypothesis: the paired t interval over the seeds both arms "
+                "have)" if any(row.get("paired") for row in rows) else "")
+             + " (90 % at α 0.05: each test is "
              "one-sided, or two one-sided for equivalence, so the interval clears 0"
              + (", lies below the margin (non-inferiority)"
                 if any(row["test"] == "noninferiority" for row in rows) else "")

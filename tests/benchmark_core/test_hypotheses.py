@@ -333,3 +333,76 @@ def test_the_report_shows_each_validity_gate_beside_the_hypotheses_it_gates():
     assert "above the ae floor by +0.397" in pcl and pcl.endswith("could be tested.")
     assert not any("P" in line.split(":")[0] for line in lines)     # P has no gate
     assert report_sections.gate_lines([r for r in rows if r["id"] == "P"]) == []
+
+
+SEEDED = {("beta_vae", "original"): {0: 0.50, 1: 0.20, 2: 0.60, 3: 0.30, 4: 0.45},
+          ("beta_vae", "naive"): {0: 0.45, 1: 0.14, 2: 0.57, 3: 0.22, 4: 0.44, 9: 0.9},
+          ("beta_vae", "noisy"): {0: 0.20, 1: 0.55, 2: 0.35, 3: 0.62, 4: 0.41}}
+
+
+def _seeded(model, dataset, variant, setting, metric, seeds=False):
+    found = SEEDED.get((model, variant), {})
+    return dict(found) if seeds else list(found.values())
+
+
+def test_a_paired_hypothesis_is_a_paired_t_over_the_shared_seeds():
+    """A variant that follows the original seed by seed: a small consistent drop that
+    Welch across seeds cannot see, the paired test can (scipy's ttest_rel numbers)."""
+    declared = hypotheses.normalise([
+        {"id": "W", "test": "drop", "model": "beta_vae", "dataset": "d", "variant": "naive"},
+        {"id": "P", "test": "drop", "model": "beta_vae", "dataset": "d", "variant": "naive",
+         "paired": True},
+        {"id": "Q", "test": "drop_difference", "model": "beta_vae", "dataset": "d",
+         "variant": "naive", "versus": "noisy", "paired": True}])
+    rows = {r["id"]: r for r in hypotheses.evaluate(declared, _seeded)}
+    shared = [0, 1, 2, 3, 4]                      # seed 9 has no original: left out
+    original = [SEEDED[("beta_vae", "original")][s] for s in shared]
+    naive = [SEEDED[("beta_vae", "naive")][s] for s in shared]
+    noisy = [SEEDED[("beta_vae", "noisy")][s] for s in shared]
+    expected = sp.ttest_rel(original, naive, alternative="greater").pvalue
+    assert rows["P"]["p"] == pytest.approx(expected) and rows["P"]["p"] < 0.01
+    assert rows["P"]["n"] == "5 pairs" and "paired t" in rows["P"]["test_name"]
+    assert rows["P"]["estimate"] == pytest.approx(np.mean(np.subtract(original, naive)))
+    assert rows["W"]["p"] > 0.3                 # the same data, unpaired
+    assert rows["Q"]["p"] == pytest.approx(
+        sp.ttest_rel(noisy, naive, alternative="greater").pvalue)
+    low, high = rows["P"]["ci_low"], rows["P"]["ci_high"]    # 90 %: clears 0 as p < 0.05
+    assert low > 0 and low < rows["P"]["estimate"] < high
+
+
+def test_paired_is_checked_and_needs_two_shared_seeds():
+    for bad, message in (({"paired": "yes"}, "True or False"),
+                         ({"paired": True, "test": "equivalence", "margin": 0.1},
+                          "applies to the 'drop' and 'drop_difference'")):
+        with pytest.raises(ValueError, match=message):
+            hypotheses.normalise([{"id": "B", "test": "drop", "model": "m", "dataset": "d",
+                                   **bad}])
+    declared = hypotheses.normalise([{"id": "P", "test": "drop", "model": "beta_vae",
+                                      "dataset": "d", "variant": "alone", "paired": True}])
+    SEEDED[("beta_vae", "alone")] = {7: 0.1, 8: 0.2}
+    try:
+        row = hypotheses.evaluate(declared, _seeded)[0]
+    finally:
+        del SEEDED[("beta_vae", "alone")]
+    assert row["outcome"] == ("not testable: 0 seed(s) with kept beta_vae runs on both "
+                              "original and alone data (a paired test needs 2)")
+
+
+def test_the_report_pairs_runs_by_their_seed_and_refuses_two_runs_of_one_seed():
+    from benchmark.studies import report_sections
+    from benchmark.studies.report_data import ReportError
+
+    def runs(scores):
+        return [{"seed": s, "values": {"MIG": v}} for s, v in scores.items()]
+
+    groups = {("beta_vae", "dsprites", "original", ""): runs(SEEDED[("beta_vae", "original")]),
+              ("beta_vae", "dsprites", "naive", ""): runs(SEEDED[("beta_vae", "naive")])}
+    study = {"settings": {"hypotheses": [
+        {"id": "P", "test": "drop", "model": "beta_vae", "dataset": "dsprites",
+         "variant": "naive", "paired": True}]}}
+    row = report_sections.hypothesis_rows(study, groups)[0]
+    assert row["n"] == "5 pairs" and row["outcome"] == "supported"
+    assert "paired t interval" in report_sections.hypothesis_lines([row], study)[2]
+    groups[("beta_vae", "dsprites", "naive", "")].append({"seed": 0, "values": {"MIG": 0.1}})
+    with pytest.raises(ReportError, match="two kept runs of seed 0"):
+        report_sections.hypothesis_rows(study, groups)
