@@ -39,7 +39,7 @@ from benchmark.core.errors import UserError
 from benchmark.data.files import file_sha256
 from benchmark.data.ground_truth import GroundTruthData
 from benchmark.data.variants import AdditivePerturbation, NoisyData
-from perturbations.naive import NaiveData
+from perturbations.naive import TOWARDS, NaiveData
 
 SCHEMA_VERSION = 1
 KINDS = ("manipulation", "noise", "naive")
@@ -309,8 +309,8 @@ def artefact_warnings(directory) -> list[str]:
 
 def load_variant(data: GroundTruthData, directory, eps: float | None = None,
                  texture: bool = False) -> AdditivePerturbation:
-    """`data` perturbed by the artefact in `directory` ('modified', 'noisy' or 'naive'
-    variant, by the artefact's kind).
+    """`data` perturbed by the artefact in `directory` ('modified', 'noisy', 'naive' or
+    'naive_swapped' variant, by the artefact's kind and a naive move's 'towards').
 
     eps overrides the artefact's strength (the robustness sweep of the report).
     texture: the 'modified_texture' control of a manipulation artefact instead: the same
@@ -338,8 +338,13 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
             raise ArtefactError(f"perturbation artefact {directory}: its moves were computed "
                                 f"on {metadata['source']} images, found {source} images "
                                 f"(set data.source = '{metadata['source']}')")
+        towards = metadata.get("towards", "entangled")    # artefacts before 'towards'
+        if towards not in TOWARDS:
+            raise ArtefactError(f"perturbation artefact {directory}: 'towards' must be one of "
+                                f"{sorted(TOWARDS)}, found {towards!r}")
         variant = NaiveData(data, strength, None, None,
-                            deltas=load_naive_deltas(data, directory, metadata))
+                            deltas=load_naive_deltas(data, directory, metadata),
+                            towards=towards)
         variant.metadata.update(provenance)
         return variant
     if metadata["kind"] == "noise":

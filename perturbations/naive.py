@@ -62,12 +62,24 @@ def feasible_move(images: np.ndarray, entangled: np.ndarray, disentangled: np.nd
     return (np.clip(images + direction, 0.0, 1.0) - images).astype(np.float32)
 
 
+#: the move towards each side: its variant name and its delta, as the artefact records it
+TOWARDS = {"entangled": ("naive", "clip(x + (r_ent - r_dis) / max |r_ent - r_dis|, 0, 1) - x"),
+           "disentangled": ("naive_swapped",
+                            "clip(x + (r_dis - r_ent) / max |r_dis - r_ent|, 0, 1) - x")}
+
+
 class NaiveData(AdditivePerturbation):
     """The naive arm (module docstring) of `base` at strength eps, from the entangled and
-    disentangled references' (encoder, decoder) pairs."""
+    disentangled references' (encoder, decoder) pairs; towards='disentangled' is its
+    control with the references' roles swapped ('naive_swapped': the same construction,
+    each image moved towards the disentangled reference's reconstruction and away from the
+    entangled one's)."""
 
     def __init__(self, base: GroundTruthData, eps: float, entangled, disentangled,
-                 deltas: np.ndarray | None = None):
+                 deltas: np.ndarray | None = None, towards: str = "entangled"):
+        if towards not in TOWARDS:
+            raise ConfigError(f"the naive move goes towards one of {sorted(TOWARDS)}, found "
+                              f"{towards!r}")
         if base.num_images > MAX_IMAGES:
             raise ConfigError(f"the naive arm computes every image's delta: expected at "
                               f"most {MAX_IMAGES} images, found {base.num_images}")
@@ -75,19 +87,22 @@ class NaiveData(AdditivePerturbation):
             if not entangled or not disentangled:
                 raise ConfigError("the naive arm needs entangled and disentangled references")
             images = base.observations_from_factors(base.factors_of(np.arange(base.num_images)))
-            deltas = feasible_move(images, reconstructions(entangled, images),
-                                   reconstructions(disentangled, images))
+            toward, away = ((entangled, disentangled) if towards == "entangled"
+                            else (disentangled, entangled))
+            deltas = feasible_move(images, reconstructions(toward, images),
+                                   reconstructions(away, images))
         self.deltas = np.asarray(deltas, np.float32)
-        super().__init__(base, self.naive_delta, eps, variant="naive",
-                         metadata={"delta": "clip(x + (r_ent - r_dis) / max |r_ent - r_dis|, "
-                                            "0, 1) - x"})
+        self.towards = towards
+        variant, formula = TOWARDS[towards]
+        super().__init__(base, self.naive_delta, eps, variant=variant,
+                         metadata={"delta": formula})
 
     def naive_delta(self, factors) -> np.ndarray:
         return self.deltas[self.base.index_of(factors)]
 
     def at(self, eps: float) -> "NaiveData":
         """The same arm at another strength (the deltas reused)."""
-        return NaiveData(self.base, eps, None, None, deltas=self.deltas)
+        return NaiveData(self.base, eps, None, None, deltas=self.deltas, towards=self.towards)
 
 
 def matched_eps(make_arm: Callable[[float], AdditivePerturbation], target: float,

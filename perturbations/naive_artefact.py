@@ -10,6 +10,11 @@ run trains on it like any other variant:
     data.artefact = 'DIR'
     data.eps = 1.0            # the share of the move, in (0, 1]; default the artefact's 1
 
+`--towards=disentangled` writes its control instead, the same construction with the
+references' roles swapped (each image moved towards the disentangled reference's
+reconstruction and away from the entangled one's), trained on as `data.variant =
+'naive_swapped'`: a move of the same kind and size that favours the other side.
+
 The references are loaded here, once, and never by a run (loading a reference rebuilds its
 model from its own gin config). The dataset must be small enough that every image's move
 is kept (perturbations.naive.MAX_IMAGES, e.g. the 1,024 images of the reduced ellipse);
@@ -25,11 +30,11 @@ from absl import app, flags
 
 from benchmark.core.errors import ConfigError, cli_main, run_command, user_errors
 from perturbations import artefact, references
-from perturbations.naive import MAX_IMAGES, feasible_move, reconstructions
+from perturbations.naive import MAX_IMAGES, TOWARDS, feasible_move, reconstructions
 
 FLAGS = flags.FLAGS
 #: the move's formula, as the artefact's metadata records it
-DELTA_FORMULA = "clip(x + (r_ent - r_dis) / max |r_ent - r_dis|, 0, 1) - x"
+DELTA_FORMULA = TOWARDS["entangled"][1]
 
 
 def define_flags() -> None:
@@ -38,15 +43,22 @@ def define_flags() -> None:
     flags.DEFINE_enum("source", None, ["auto", "procedural", "file"],
                       "Where the dataset's images come from (default: the source the "
                       "manipulation artefact records).")
+    flags.DEFINE_enum("towards", "entangled", sorted(TOWARDS),
+                      "The side each image moves towards: 'entangled' (paper 002's naive "
+                      "move, variant 'naive') or 'disentangled' (its control with the "
+                      "references' roles swapped, variant 'naive_swapped').")
     flags.DEFINE_float("eps", 1.0, "The artefact's default strength, in (0, 1]: the share "
                        "of the move a run applies when it sets no data.eps.")
 
 
 def write_naive_artefact(manipulation_dir, out, source: str | None = None,
-                         eps: float = 1.0) -> pathlib.Path:
+                         eps: float = 1.0, towards: str = "entangled") -> pathlib.Path:
     """Writes the naive artefact of the manipulation artefact in `manipulation_dir` to
-    `out` (module docstring); returns `out`. ArtefactError / ReferenceError / ConfigError
-    (one line each) when the artefact, its references or its dataset do not fit."""
+    `out` (module docstring); towards='disentangled' writes its swapped control (variant
+    'naive_swapped'); returns `out`. ArtefactError / ReferenceError / ConfigError (one line
+    each) when the artefact, its references or its dataset do not fit."""
+    if towards not in TOWARDS:
+        raise ConfigError(f"--towards: expected one of {sorted(TOWARDS)}, found {towards!r}")
     metadata = artefact.read_metadata(manipulation_dir)
     if metadata["kind"] != "manipulation":
         raise artefact.ArtefactError(
@@ -62,8 +74,9 @@ def write_naive_artefact(manipulation_dir, out, source: str | None = None,
     pairs = {side: [references.load_encoder_decoder(r, data.observation_shape) for r in refs]
              for side, refs in found.items()}
     images = data.observations_from_factors(data.factors_of(np.arange(data.num_images)))
-    deltas = feasible_move(images, reconstructions(pairs["entangled"], images),
-                           reconstructions(pairs["disentangled"], images))
+    other = "disentangled" if towards == "entangled" else "entangled"
+    deltas = feasible_move(images, reconstructions(pairs[towards], images),
+                           reconstructions(pairs[other], images))
     energy = (deltas.astype(np.float64) ** 2).reshape(len(deltas), -1).sum(axis=1)
     return artefact.save_naive(out, deltas, {
         "dataset": metadata["dataset"], "factor_sizes": list(metadata["factor_sizes"]),
@@ -71,7 +84,7 @@ def write_naive_artefact(manipulation_dir, out, source: str | None = None,
            else {}),
         "observation_shape": [int(s) for s in data.observation_shape],
         "source": data.describe().get("source", source), "eps": strength,
-        "delta": DELTA_FORMULA,
+        "delta": TOWARDS[towards][1], "towards": towards,
         "made_from": str(manipulation_dir),
         "references": {side: [{"run_dir": r["run_dir"], "seed": r["seed"], "mig": r["mig"]}
                               for r in refs] for side, refs in found.items()},
@@ -87,7 +100,7 @@ def main(argv):
     if not FLAGS.out:
         raise app.UsageError("--out is required")
     with user_errors(ValueError, FileNotFoundError):
-        print(write_naive_artefact(argv[1], FLAGS.out, FLAGS.source, FLAGS.eps))
+        print(write_naive_artefact(argv[1], FLAGS.out, FLAGS.source, FLAGS.eps, FLAGS.towards))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
-            "wave_texture", "naive", "rotated")
+            "wave_texture", "naive", "naive_swapped", "rotated")
 #: the variants that need an artefact (data.artefact): a manipulation's or a naive move's
-ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive")
+ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive", "naive_swapped")
 
 def get_dataset(name: str, source: str = "auto", data_dir: str | None = None
                 ) -> GroundTruthData:
@@ -53,7 +53,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
     mean pattern E_w m(w) added to every image, perturbations/artefact.py), 'naive' (paper
     002 sec. 4.4's naive move, from an artefact written by `python -m
-    perturbations.naive_artefact`) or the positive-control arms 'oracle' / 'texture' /
+    perturbations.naive_artefact`; 'naive_swapped' its control with the references' roles
+    swapped, from `--towards=disentangled`) or the positive-control arms 'oracle' / 'texture' /
     'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS), or
     'rotated' (the sprite turned by eps orientation classes, benchmark/data/rotated.py). eps
     overrides an artefact's strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
@@ -86,7 +87,7 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
         return RotatedSprites(data, eps)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
-            command = ("perturbations.naive_artefact" if variant == "naive"
+            command = ("perturbations.naive_artefact" if variant.startswith("naive")
                        else "perturbations.generate")
             raise ConfigError(f"the {variant!r} variant needs data.artefact = '<directory of "
                              f"python -m {command}>'; found none")

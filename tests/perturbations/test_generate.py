@@ -259,6 +259,27 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
                       fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
     assert arm_change(plain, naive)["energy_per_image"] == pytest.approx(
         naive_metadata["energy_per_image_at_eps_1"], rel=1e-4)
+    # its control with the references' roles swapped: the other side's half of the move
+    swapped_dir = tmp_path / "naive_swapped"
+    made = subprocess.run(
+        [sys.executable, "-m", "perturbations.naive_artefact", str(art),
+         f"--out={swapped_dir}", "--towards=disentangled"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert made.returncode == 0, made.stderr[-3000:]
+    swapped_metadata = json.loads((swapped_dir / "metadata.json").read_text())
+    assert swapped_metadata["towards"] == "disentangled"
+    assert swapped_metadata["delta"].startswith("clip(x + (r_dis - r_ent)")
+    swapped = load_data(variant="naive_swapped", artefact=str(swapped_dir),
+                        source="procedural",
+                        fixed_factors={"shape": 1, "scale": 5, "orientation": 0})
+    grid = plain.factors_of(np.arange(plain.num_images))
+    moved, moved_back = (naive.delta(grid), swapped.delta(grid))
+    # a binary pixel moves one way only: where one move is nonzero the other is zero or
+    # of the opposite sign, never the same one
+    assert not np.any((moved * moved_back) > 0) and np.abs(moved_back).sum() > 0
+    assert arm_change(plain, swapped)["energy_per_image"] == pytest.approx(
+        swapped_metadata["energy_per_image_at_eps_1"], rel=1e-4)
     # issue 28 step 4's arms: the naive move, noise and the wave, each matched in energy
     matched = subprocess.run(
         [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=2",

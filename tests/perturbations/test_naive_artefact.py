@@ -116,3 +116,24 @@ def test_the_command_needs_a_manipulation_artefact(square, tmp_path):
         found.stderr)
     assert "Traceback" not in found.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_swapped_naive_artefact_is_its_own_variant(square, tmp_path):
+    """--towards=disentangled writes the control with the references' roles swapped: a run
+    names it 'naive_swapped', and neither name loads the other's artefact."""
+    deltas = _deltas(square)
+    artefact.save_naive(tmp_path / "swapped", deltas, _metadata(square, towards="disentangled"))
+    arm = make_variant(square, "naive_swapped", artefact=str(tmp_path / "swapped"))
+    assert arm.describe()["variant"] == "naive_swapped"
+    assert arm.describe()["delta"].startswith("clip(x + (r_dis - r_ent)")
+    assert arm.at(0.5).describe()["variant"] == "naive_swapped"
+    with pytest.raises(ValueError, match="defines the 'naive_swapped' variant"):
+        make_variant(square, "naive", artefact=str(tmp_path / "swapped"))
+    artefact.save_naive(tmp_path / "plain", deltas, _metadata(square))
+    with pytest.raises(ValueError, match="defines the 'naive' variant"):
+        make_variant(square, "naive_swapped", artefact=str(tmp_path / "plain"))
+    artefact.save_naive(tmp_path / "odd", deltas, _metadata(square, towards="sideways"))
+    with pytest.raises(artefact.ArtefactError, match="'towards' must be one of"):
+        make_variant(square, "naive", artefact=str(tmp_path / "odd"))
+    with pytest.raises(ValueError, match="needs data.artefact"):
+        make_variant(square, "naive_swapped")
