@@ -17,7 +17,8 @@ rests on all ten pool runs and not on the four whose codes survived a machine ch
 
 The rule: a retrained run's codes are copied into the published run of the same name only
 when the retrain repeats it exactly: the same configuration fingerprint (fingerprint.json),
-the same results.json scalars (losses, health, metrics), the same curves.json and the same
+the same results.json scalars (losses, health, metrics), the same curves.json (or neither
+run has one: it is written only with run.eval_every) and the same
 arrays.npz arrays (names, dtypes, shapes and bytes). Otherwise the run is named with what
 differs and nothing of it is copied; so is a retrained run that is unfinished (no
 eval_codes.npz) or that the published study does not have. A published run that already
@@ -49,9 +50,13 @@ class RestoreError(ReadingError):
 
 
 def json_difference(retrain: pathlib.Path, published: pathlib.Path, name: str,
-                    part=lambda found: found) -> str | None:
+                    part=lambda found: found, optional: bool = False) -> str | None:
     """None when `part` of the JSON file `name` is the same in both run directories, else
-    why not (a file missing or unreadable on one side, or '<name> differs')."""
+    why not (a file missing or unreadable on one side, or '<name> differs'). optional: a
+    file that neither run has is no difference (curves.json, written only by a run with
+    run.eval_every)."""
+    if optional and not (retrain / name).exists() and not (published / name).exists():
+        return None
     found = []
     for side, run in (("retrain", retrain), ("published run", published)):
         try:
@@ -92,7 +97,7 @@ def difference(retrain: pathlib.Path, published: pathlib.Path) -> str | None:
     return (json_difference(retrain, published, "fingerprint.json")
             or json_difference(retrain, published, "results.json",
                                lambda found: found["scalars"])
-            or json_difference(retrain, published, "curves.json")
+            or json_difference(retrain, published, "curves.json", optional=True)
             or arrays_difference(retrain, published))
 
 

@@ -60,6 +60,12 @@ def test_differences_in_fingerprint_curves_or_files_are_named(tmp_path):
     retrain = write_run(tmp_path / "retrain", codes=True)
     (retrain / "curves.json").write_text(json.dumps({"loss": [[100, 2.0]]}))
     assert restore_codes.difference(retrain, published) == "curves.json differs"
+    # curves.json is written only with run.eval_every: neither run having one is no
+    # difference, one of them having it is
+    (retrain / "curves.json").unlink()
+    assert restore_codes.difference(retrain, published) == "the retrain has no curves.json"
+    (published / "curves.json").unlink()
+    assert restore_codes.difference(retrain, published) is None
     (retrain / "fingerprint.json").write_text("{")
     assert "retrain's fingerprint.json is unreadable" in restore_codes.difference(
         retrain, published)
