@@ -339,7 +339,7 @@ def load_variant(data: GroundTruthData, directory, eps: float | None = None,
                                 f"on {metadata['source']} images, found {source} images "
                                 f"(set data.source = '{metadata['source']}')")
         towards = metadata.get("towards", "entangled")    # artefacts before 'towards'
-        if towards not in TOWARDS:
+        if not isinstance(towards, str) or towards not in TOWARDS:
             raise ArtefactError(f"perturbation artefact {directory}: 'towards' must be one of "
                                 f"{sorted(TOWARDS)}, found {towards!r}")
         variant = NaiveData(data, strength, None, None,

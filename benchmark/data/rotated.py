@@ -48,6 +48,10 @@ class RotatedSprites(GroundTruthData):
     variant = "rotated"
 
     def __init__(self, data: GroundTruthData, classes):
+        if getattr(data, "name", None) != "dsprites":   # shapes3d's orientation: the camera
+            raise ConfigError("the 'rotated' variant turns dSprites' sprite (its orientation "
+                              f"classes in radians), found dataset "
+                              f"{getattr(data, 'name', type(data).__name__)!r}")
         if not isinstance(data, FactorSubset) or FACTOR not in data.fixed:
             raise ConfigError(
                 "the 'rotated' variant turns the sprite of a dataset whose orientation is "
@@ -67,10 +71,15 @@ class RotatedSprites(GroundTruthData):
         if turned > size - 1:
             raise ConfigError(f"rotated@{int(value)}: orientation {start} + {int(value)} = "
                               f"{turned} is not a class of {data.name}'s orientation (0..{size - 1})")
+        values = np.asarray(data.base.factor_values[names.index(FACTOR)], dtype=np.float64)
+        turn = float(values[turned] - values[start]) % (2 * math.pi)
+        if min(turn, 2 * math.pi - turn) < 1e-6:
+            raise ConfigError(f"rotated@{int(value)}: orientation {start} + {int(value)} = "
+                              f"{turned} draws the same sprite as orientation {start} (a "
+                              "turn of 2 pi): it is the original under another name")
         self.base = data      # the unturned data (what a change is measured against)
         self.classes = int(value)
         self.eps = float(self.classes)
-        values = np.asarray(data.base.factor_values[names.index(FACTOR)], dtype=np.float64)
         self.rotation_deg = float(np.degrees(values[turned] - values[start]))
         self.rendered = FactorSubset(data.base, {**data.fixed, FACTOR: turned})
         self.adopt_grid(data)

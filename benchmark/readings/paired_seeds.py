@@ -54,7 +54,8 @@ def paired_rows(values: dict) -> list[dict]:
     """One row per (arm, metric) with pairs: {'arm', 'metric', 'n', 'drop' (mean of
     original − arm), 'sd', 'p' (one-sided paired t, drop > 0), 'ci_low', 'ci_high' (95 %),
     'dropped' (seeds with a positive drop), 'correlation' (None when either side is
-    constant)}."""
+    constant)}; an (arm, metric) with fewer than two shared seeds is a row with 'drop'
+    None and 'untestable' saying so, never left out."""
     if "original" not in values:
         raise ReadingError("the study has no kept original runs of this model to pair with")
     rows = []
@@ -63,6 +64,11 @@ def paired_rows(values: dict) -> list[dict]:
             base, other = values["original"].get(metric, {}), values[arm].get(metric, {})
             shared = sorted(set(base) & set(other))
             if len(shared) < 2:
+                if base or other:
+                    rows.append({"arm": arm, "metric": metric, "n": len(shared),
+                                 "seeds": shared, "drop": None,
+                                 "untestable": f"{len(shared)} shared seed(s): no paired "
+                                               "test"})
                 continue
             a = np.array([base[s] for s in shared])
             b = np.array([other[s] for s in shared])
@@ -83,6 +89,10 @@ def table_lines(rows: list[dict], model: str) -> list[str]:
              "seeds that dropped | correlation with original |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r["drop"] is None:
+            lines.append(f"| {r['arm']} | {r['metric']} | {r['n']} | {r['untestable']} "
+                         "| — | — | — | — |")
+            continue
         corr = "—" if r["correlation"] is None else f"{r['correlation']:.2f}"
         lines.append(f"| {r['arm']} | {r['metric']} | {r['n']} | {r['drop']:+.3f} "
                      f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['sd']:.3f} | "
@@ -103,8 +113,13 @@ def main(args: list[str]) -> None:
     except report_data.ReportError as error:
         raise ReadingError(str(error)) from None
     rows = paired_rows(seed_values(records, model))
+    left_out = sum(1 for r in records if r["model"] == model
+                   and (r["overpruned"] or r["setting"]))
     print("\n".join(table_lines(rows, model)))
+    if left_out:
+        print(f"({left_out} {model} runs left out: over-pruned, or of a setting other than "
+              "the study's default)")
     out = write_json(study_dir / FILE_NAME, json.loads(json.dumps(
-        {"model": model, "metrics": list(METRICS), "rows": rows,
+        {"model": model, "metrics": list(METRICS), "rows": rows, "left_out_runs": left_out,
          "reading": "exploratory unless a hypothesis was registered paired"})))
     print(json.dumps({"written": str(out)}))

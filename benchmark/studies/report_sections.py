@@ -326,15 +326,22 @@ def hypothesis_lines(rows: list[dict], study: dict) -> list[str]:
 
 
 def gate_lines(rows: list[dict]) -> list[str]:
-    """One line per validity gate the hypotheses share (model, floor, metric, alpha): the
-    model's original mean minus the floor's, its one-sided Welch p and whether it passed,
-    with the ids it gates; [] when no hypothesis has a floor."""
+    """One line per validity gate the hypotheses share (model, dataset, setting, floor,
+    metric, alpha: what `hypotheses._floor_gate` computes it from): how far the model's
+    original mean lies beyond the floor's in the metric's good direction (above for MIG,
+    below for misalignment), its one-sided Welch p and whether it passed, with the ids it
+    gates; [] when no hypothesis has a floor."""
     gates: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("floor"):
-            gates.setdefault((r["model"], r["floor"], r["metric"], r["alpha"]), []).append(r)
+            key = (r["model"], r["dataset"], r.get("setting") or "", r["floor"], r["metric"],
+                   r["alpha"])
+            gates.setdefault(key, []).append(r)
+    several = len({key[1:3] for key in gates}) > 1
     lines = []
-    for (model, floor, metric, alpha), gated in gates.items():
+    for (model, dataset, setting, floor, metric, alpha), gated in gates.items():
+        if several:         # which dataset and setting, only where the gates differ in them
+            model = f"{model} on {dataset}" + (f" ({setting})" if setting else "")
         first = gated[0]
         ids = ", ".join(r["id"] for r in gated)
         if first.get("floor_p") is None:
@@ -345,7 +352,7 @@ def gate_lines(rows: list[dict]) -> list[str]:
         passed = first["floor_p"] < alpha
         lines.append(f"- Validity gate of {ids}: {model} {metric} on original "
                      f"{'below' if sign < 0 else 'above'} the {floor} floor by "
-                     f"{sign * first['floor_estimate']:+.3f} (one-sided Welch p "
+                     f"{first['floor_estimate']:+.3f} (one-sided Welch p "
                      f"{_p(first['floor_p'])}, α {alpha:g}): "
                      + ("passed, so these hypotheses could be tested." if passed else
                         "not passed: 'untestable at this scale'."))

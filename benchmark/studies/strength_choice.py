@@ -168,7 +168,11 @@ def geometry_turns(settings: dict, strengths) -> dict:
                         f"direction); this pilot's bindings are {settings.get('bindings', [])}")
     bases = {base_of(v) for v in settings.get("variants", []) if v != "original"}
     sweep = (settings.get("battery") or {}).get("sweep") or (bases.pop() if len(bases) == 1
-                                                              else "wave")
+                                                              else None)
+    if sweep is None:
+        raise UserError("--turn=geometry needs the pilot's sweep: set study.battery's "
+                        "'sweep', or sweep one variant; found variants "
+                        f"{settings.get('variants', [])}")
     if sweep not in ("wave", "rotated"):
         raise UserError(f"--turn=geometry computes the geometry of the 'wave' and 'rotated' "
                         f"sweeps, found {sweep!r}")

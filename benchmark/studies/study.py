@@ -333,8 +333,10 @@ def check_battery(battery, variants) -> dict:
     if battery.get("plane") is not None:
         plane = battery["plane"]
         if (not isinstance(plane, (list, tuple)) or len(plane) != 2
-                or not all(isinstance(c, int) and c >= 0 for c in plane)):
-            raise ValueError(f"study.battery['plane']: expected two factor columns, found "
+                or not all(isinstance(c, int) and c >= 0 for c in plane)
+                or plane[0] == plane[1]):
+            raise ValueError(f"study.battery['plane']: expected two different factor "
+                             f"columns, found "
                              f"{plane!r}")
         out["plane"] = list(plane)
     return out
@@ -717,7 +719,7 @@ def record_alignment(out: pathlib.Path, settings: StudySettings) -> None:
         return
     try:
         alignment_lib.update_study_alignment(out, [int(c) for c in plane])
-    except MetricInputError as error:
+    except (MetricInputError, OSError, IndexError) as error:   # a side record: runs go on
         logging.warning("alignment.json not updated: %s", error)
 
 

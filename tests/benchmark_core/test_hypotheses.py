@@ -335,6 +335,32 @@ def test_the_report_shows_each_validity_gate_beside_the_hypotheses_it_gates():
     assert report_sections.gate_lines([r for r in rows if r["id"] == "P"]) == []
 
 
+def test_a_gate_line_reads_in_the_metric_direction_and_per_dataset():
+    """On misalignment a passed gate says how far below the floor the model lies, as a
+    positive number; gates on two datasets are two lines, each with its own numbers."""
+    from benchmark.studies import report_sections
+
+    degrees = {("a", "beta_vae", "original"): [10.0, 11.0, 9.0],
+               ("a", "ae", "original"): [30.0, 31.0, 29.0],
+               ("b", "beta_vae", "original"): [20.0, 21.0, 19.0],
+               ("b", "ae", "original"): [21.0, 22.0, 20.0],
+               ("a", "beta_vae", "naive"): [12.0] * 3, ("b", "beta_vae", "naive"): [22.0] * 3}
+
+    def negated(model, dataset, variant, setting, metric):
+        return [-v for v in degrees.get((dataset, model, variant), [])]
+    declared = hypotheses.normalise([
+        {"id": id_, "test": "drop", "model": "beta_vae", "dataset": dataset,
+         "variant": "naive", "metric": "misalignment", "floor": "ae"}
+        for id_, dataset in (("A", "a"), ("B", "b"))])
+    lines = report_sections.gate_lines(hypotheses.evaluate(declared, negated))
+    a = next(line for line in lines if "of A:" in line)
+    b = next(line for line in lines if "of B:" in line)
+    assert "beta_vae on a misalignment on original below the ae floor by +20.000" in a
+    assert a.endswith("could be tested.")
+    assert "beta_vae on b misalignment on original below the ae floor by +1.000" in b
+    assert b.endswith("'untestable at this scale'.")
+
+
 SEEDED = {("beta_vae", "original"): {0: 0.50, 1: 0.20, 2: 0.60, 3: 0.30, 4: 0.45},
           ("beta_vae", "naive"): {0: 0.45, 1: 0.14, 2: 0.57, 3: 0.22, 4: 0.44, 9: 0.9},
           ("beta_vae", "noisy"): {0: 0.20, 1: 0.55, 2: 0.35, 3: 0.62, 4: 0.41}}

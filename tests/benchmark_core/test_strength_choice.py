@@ -153,9 +153,12 @@ def test_the_geometry_rule_reads_the_turn_against_the_images_own_turn():
 
 def test_the_geometry_rule_computes_the_waves_turn_on_the_ellipse_only():
     ellipse = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
-                            "run.steps = 3000"]}
+                            "run.steps = 3000"], "variants": ["original", "wave@0.1"]}
     turns = strength_choice.geometry_turns(ellipse, [0.0, 0.1])
     assert list(turns) == [0.1] and turns[0.1] == pytest.approx(18.7, abs=0.1)
+    with pytest.raises(UserError, match="needs the pilot's sweep"):    # which one: unsaid
+        strength_choice.geometry_turns({**ellipse, "variants": ["wave@0.1", "rotated@5"]},
+                                       [0.1])
     for other in ({"bindings": ["run.steps = 3000"]},
                   {"bindings": [*ellipse["bindings"], "data.wave_periods = 2"]}):
         with pytest.raises(UserError, match="--turn=geometry computes"):

@@ -49,6 +49,7 @@ def test_rotated_turns_the_local_geometry_to_the_diagonal_and_back_to_an_axis():
     (ELLIPSE, 2.5, "whole number"),
     (ELLIPSE, 0, "whole number"),
     (ELLIPSE, 40, "not a class"),
+    (ELLIPSE, 39, "same sprite as orientation 0"),        # class 39 draws class 0's sprite
 ])
 def test_rotated_refuses_what_is_not_a_rotation_in_one_line(fixed, eps, message):
     base = FactorSubset(dsprites.DSprites(source="procedural"), fixed)
@@ -58,3 +59,11 @@ def test_rotated_refuses_what_is_not_a_rotation_in_one_line(fixed, eps, message)
         load_data("dsprites", "rotated", source="procedural", eps=5)
     with pytest.raises(ConfigError, match="takes no artefact"):
         make_variant(_ellipse(), "rotated", eps=5, artefact="somewhere")
+
+
+def test_rotated_refuses_shapes3d_whose_orientation_is_the_camera():
+    from benchmark.data import shapes3d
+
+    base = FactorSubset(shapes3d.Shapes3D(source="procedural"), {"orientation": 0})
+    with pytest.raises(ConfigError, match="turns dSprites' sprite.*'shapes3d'"):
+        make_variant(base, "rotated", eps=2)

@@ -1,6 +1,7 @@
 """benchmark/readings/paired_seeds.py on a study it assembles from published runs: the
 per-seed drops are scipy's paired t on the runs' own scores, seeds without a partner are
-left out, and two runs of one seed in one arm are one error."""
+left out, an arm with fewer than two pairs is a row that says so, and two runs of one
+seed in one arm are one error."""
 
 import json
 import shutil
@@ -56,3 +57,12 @@ def test_two_runs_of_one_seed_and_a_missing_original_are_refused(tmp_path):
         paired_seeds.seed_values(records, "beta_vae")
     refused = python_m("benchmark.readings", "paired_seeds")
     assert refused.returncode == 2
+
+
+def test_an_arm_with_one_pair_is_a_row_that_says_so():
+    values = {"original": {"MIG": {0: 0.5, 1: 0.4}}, "noisy": {"MIG": {1: 0.3, 7: 0.2}}}
+    (row,) = paired_seeds.paired_rows(values)
+    assert row["drop"] is None and row["n"] == 1
+    assert row["untestable"].startswith("1 shared seed(s)")
+    assert "| noisy | MIG | 1 | 1 shared seed(s): no paired test |" in "\n".join(
+        paired_seeds.table_lines([row], "beta_vae"))
