@@ -335,8 +335,8 @@ def check_battery(battery, variants) -> dict:
         if (not isinstance(plane, (list, tuple)) or len(plane) != 2
                 or not all(isinstance(c, int) and c >= 0 for c in plane)
                 or plane[0] == plane[1]):
-            raise ValueError(f"study.battery['plane']: expected two different factor "
-                             f"columns, found "
+            raise ValueError(f"study.battery['plane']: expected two factor columns "
+                             f"(different ones), found "
                              f"{plane!r}")
         out["plane"] = list(plane)
     return out

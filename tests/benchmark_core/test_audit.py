@@ -164,6 +164,7 @@ def test_battery_labels_sweep_and_dose_response(tmp_path):
                        ({"manipulated": "wave@0.3", "controls": "noisy"}, "list of variants"),
                        ({"manipulated": "wave@0.3", "sweep": "odd"}, "base name"),
                        ({"manipulated": "wave@0.3", "plane": [0]}, "two factor columns"),
+                       ({"manipulated": "wave@0.3", "plane": [1, 1]}, "different ones"),
                        ({"manipulated": "wave@0.3", "extra": 1}, "unknown keys")):
         with pytest.raises(ValueError, match=match):
             study.check_battery(bad, variants)
