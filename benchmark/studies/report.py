@@ -78,6 +78,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     summary = summary_rows(groups, excluded)
     drops = drop_rows(groups)
     pruning = overpruning_rows(groups, excluded)
+    unknown_health = sum(not r.get("health_known", True) for r in records)
     study = read_study(results_dir)
     plane = ((study.get("settings") or {}).get("battery") or {}).get("plane")
     hypotheses = hypothesis_rows(study, groups if plane is None else group(
@@ -109,7 +110,9 @@ def write_report(results_dir, out=None) -> pathlib.Path:
                and scope else []),
              scale_line(table, groups, excluded), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
-             "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3). Cells are "
+             "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3"
+             + (f"; {unknown_health} of unknown health, codes scored from files"
+                if unknown_health else "") + "). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed). "
              + label_note(records), ""]
     lines += artefact_warning_lines(records, table, study)
@@ -117,7 +120,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     lines += hypothesis_lines(hypotheses, study)
     if "MIG" in metric_columns:
         lines += headline(summary, drops, "MIG") + power_lines(power_rows(drops, "MIG"))
-    lines += overpruning_lines(pruning)
+    lines += overpruning_lines(pruning, unknown_health)
     lines += mechanism_lines(turns, ((study.get("settings") or {}).get("battery") or {}).get(
         "plane"))
     for column in metric_columns:

@@ -179,12 +179,19 @@ def overpruning_rows(groups: dict, excluded: dict) -> list[dict]:
     return rows
 
 
-def overpruning_lines(rows: list[dict]) -> list[str]:
-    """Markdown section of `overpruning_rows` (one sentence when no run is over-pruned)."""
+def overpruning_lines(rows: list[dict], unknown_health: int = 0) -> list[str]:
+    """Markdown section of `overpruning_rows` (one sentence when no run is over-pruned).
+    unknown_health: runs whose health was not measured (codes scored from files carry no
+    posterior variances); they are named, never counted as "not over-pruned"."""
+    unknown = ([f"Over-pruning is unknown for {unknown_health} run(s): codes scored from "
+                "files carry no posterior variances, so they are kept in every table."]
+               if unknown_health else [])
     if not any(r["overpruned"] for r in rows):
-        return ["## Over-pruning", "", "No run is over-pruned (fewer active dims than "
-                "factors, paper 002 sec. 5.3).", ""]
-    lines = ["## Over-pruning", "",
+        known = "No run whose health was measured" if unknown_health else "No run"
+        return ["## Over-pruning", "", " ".join([f"{known} is over-pruned (fewer active "
+                                                  "dims than factors, paper 002 sec. 5.3)."]
+                                                 + unknown), ""]
+    lines = ["## Over-pruning", "", *unknown, *([""] if unknown else []),
              "Runs with fewer active dims (E[σ²] < 0.8) than factors are over-pruned (paper "
              "002 sec. 5.3) and excluded from the other tables; the rate is an outcome of its "
              "own: p from Fisher's exact test against the same model's original data.", "",

@@ -75,6 +75,9 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
     # codes from files carry no posterior variances: over-pruning unknown, not "0/2"
     assert "| **ica** | unknown: codes scored from files" in (out / "audit.md").read_text()
     assert result["overpruning"]["method"] is None
+    full_report = (out / "report" / "report.md").read_text()
+    assert "Over-pruning is unknown for 10 run(s)" in full_report
+    assert "No run is over-pruned" not in full_report
 
     # a directory of trained runs is not mixed with scored codes
     (tmp_path / "trained" / "runs" / "x").mkdir(parents=True)

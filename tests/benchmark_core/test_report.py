@@ -144,6 +144,10 @@ def test_overpruning_is_an_outcome_per_arm(study):
     assert "| beta_vae | dsprites | modified |  | 4 | 1 | 25% | 1.000 |" in text
     assert "No run is over-pruned" in "\n".join(report_sections.overpruning_lines(
         [{**r, "overpruned": 0} for r in rows.values()]))
+    unmeasured = "\n".join(report_sections.overpruning_lines(
+        [{**r, "overpruned": 0} for r in rows.values()], unknown_health=3))
+    assert "No run is over-pruned" not in unmeasured
+    assert "unknown for 3 run(s)" in unmeasured and "No run whose health was measured" in unmeasured
 
 
 def test_power_statement_of_the_headline_drops(study):
