@@ -373,16 +373,29 @@ class ManipulationGame(keras.Model):
                 "m_dead_layers": dead_layers}
 
 
-def manipulation_delta_fn(manipulation: keras.Model, factor_sizes, batch_size: int = 512):
+#: rows of every call of m inside `manipulation_delta_fn` (a training batch's size)
+DELTA_CALL_ROWS = 64
+
+
+def manipulation_delta_fn(manipulation: keras.Model, factor_sizes,
+                          call_rows: int = DELTA_CALL_ROWS):
     """delta_fn for `AdditivePerturbation`: factor classes int (n, k) -> m(w) float32
-    (n, 64, 64, c) in [-1, 1], deterministic (inference mode, no randomness)."""
+    (n, 64, 64, c) in [-1, 1], deterministic (inference mode, no randomness).
+
+    m runs on chunks of exactly `call_rows` rows (the last padded, its padding dropped):
+    CPU kernels are chosen by the batch's shape (oneDNN on AVX2 gives a 1-ulp different
+    m(w) for 64 rows than for 512), and one shape makes each image's delta the same bits
+    whether the images are rendered a batch at a time or materialised all at once."""
     from benchmark.data.pipeline import scaled_factors
-    from benchmark.metrics.codes import apply_in_batches
+    from benchmark.metrics.codes import batches
 
     def delta(factors: np.ndarray) -> np.ndarray:
         scaled = scaled_factors(factors, factor_sizes)
         if len(scaled) == 0:
             return np.zeros((0,) + tuple(manipulation.output_shape[1:]), np.float32)
-        return apply_in_batches(lambda x: manipulation(x, training=False), scaled,
-                                batch_size, np.float32)
+        out = []
+        for chunk in batches(scaled, call_rows):
+            padded = np.concatenate([chunk, np.repeat(chunk[:1], call_rows - len(chunk), 0)])
+            out.append(np.asarray(manipulation(padded, training=False))[:len(chunk)])
+        return np.concatenate(out).astype(np.float32)
     return delta

@@ -41,6 +41,20 @@ def test_manipulation_is_bounded_and_a_function_of_the_factors():
     assert not np.array_equal(out[0], out[1])
 
 
+def test_an_images_delta_is_the_same_bits_in_any_batch():
+    """Each image's m(w) whatever the batch it is asked in (1 row, 64, 200, 1,000): the
+    materialised variant serves the bits per-batch rendering gives on any CPU."""
+    network = manipulation.manipulation_network(5, (64, 64, 1))
+    delta = manipulation.manipulation_delta_fn(network, (3, 6, 40, 32, 32))
+    rng = np.random.default_rng(1)
+    factors = np.stack([rng.integers(0, s, 1000) for s in (3, 6, 40, 32, 32)], axis=1)
+    every = delta(factors)
+    assert every.shape == (1000, 64, 64, 1)
+    for rows in (slice(0, 1), slice(7, 71), slice(100, 300)):
+        np.testing.assert_array_equal(delta(factors[rows]), every[rows])
+    np.testing.assert_array_equal(delta(factors[::-1]), every[::-1])
+
+
 def _game(seed=0, eps=0.1):
     keras_seed = tf.keras.utils.set_random_seed
     keras_seed(seed)
