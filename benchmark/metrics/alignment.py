@@ -91,6 +91,44 @@ def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:
     return rows
 
 
+def saved_rows(study_dir, columns: Sequence[int] = (0, 1)) -> dict:
+    """{run name: row} of STUDY_DIR/alignment.json (the angles of runs whose codes are not
+    kept: a published study's), when it was measured in the factor columns `columns`; {}
+    with a warning when it was measured in another plane, {} when there is no such file;
+    MetricInputError for unreadable content."""
+    from absl import logging
+
+    path = None if study_dir is None else pathlib.Path(study_dir) / "alignment.json"
+    if path is None or not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text())
+        if list(content["columns"]) != list(columns):
+            logging.warning("%s measures the factor columns %s, not the plane %s: its angles "
+                            "are not used (rerun python -m benchmark.metrics.alignment %s "
+                            "--columns=%s)", path, list(content["columns"]), list(columns),
+                            path.parent, ",".join(str(c) for c in columns))
+            return {}
+        return {row["run"]: row for row in content["runs"]}
+    except (ValueError, KeyError, TypeError) as error:
+        raise codes_lib.MetricInputError(
+            f"{path}: expected the JSON that benchmark.metrics.alignment writes, found "
+            f"unreadable content ({error})") from None
+
+
+def row_misalignment(row: dict, where: str = "alignment.json",
+                     min_r2: float = MIN_R2) -> float | None:
+    """`code_misalignment` from a saved row ('misalignment_deg' and 'r2', one per latent):
+    the mean over the latents with R^2 >= min_r2, None when none has."""
+    try:
+        kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"]) if r2 >= min_r2]
+    except (KeyError, TypeError) as error:
+        raise codes_lib.MetricInputError(
+            f"{where}: expected rows with 'misalignment_deg' and 'r2', found {row!r:.120} "
+            f"({error})") from None
+    return float(np.mean(kept)) if kept else None
+
+
 def merge_rows(fresh: list[dict], previous_path, columns: Sequence[int]) -> list[dict]:
     """fresh rows (`study_alignment`), plus the rows of a previous alignment.json at
     previous_path for runs that fresh lacks (their codes are gone), sorted by run name.

@@ -20,12 +20,10 @@ and by the audit's report (benchmark/studies/audit_report.py).
 
 from __future__ import annotations
 
-import json
 import math
 import pathlib
 
 import numpy as np
-from absl import logging
 from scipy import stats as sp_stats
 
 from benchmark.metrics import alignment
@@ -52,45 +50,18 @@ def with_misalignment(records: list[dict], plane, study_dir=None) -> list[dict]:
     a plane."""
     if plane is None:
         return records
-    saved = _saved_alignment(study_dir, plane)
+    saved = alignment.saved_rows(study_dir, plane)
     out = []
     for r in records:
         angle = alignment.run_misalignment(r["run_dir"], plane)
         row = saved.get(pathlib.Path(r["run_dir"]).name)
         if angle is None and row is not None:
-            try:
-                kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"])
-                        if r2 >= alignment.MIN_R2]
-            except (KeyError, TypeError) as error:
-                raise ValueError(f"{study_dir}/alignment.json: expected rows with "
-                                 f"'misalignment_deg' and 'r2', found {row!r:.120} "
-                                 f"({error})") from None
-            angle = float(np.mean(kept)) if kept else None
+            angle = alignment.row_misalignment(row, f"{study_dir}/alignment.json")
         values = r["values"] if angle is None else {**r["values"], "misalignment": angle}
         codes_read = (pathlib.Path(r["run_dir"], "eval_codes.npz").is_file()
                       or row is not None)
         out.append({**r, "values": values, "codes_read": codes_read})
     return out
-
-
-def _saved_alignment(study_dir, plane) -> dict:
-    """{run name: row} of STUDY_DIR/alignment.json when it was measured in `plane`."""
-    path = None if study_dir is None else pathlib.Path(study_dir) / "alignment.json"
-    if path is None or not path.is_file():
-        return {}
-    try:
-        content = json.loads(path.read_text())
-        if list(content["columns"]) != list(plane):
-            logging.warning("%s measures the factor columns %s, not the battery's plane %s: "
-                            "its angles are not used (rerun python -m "
-                            "benchmark.metrics.alignment %s --columns=%s)", path,
-                            list(content["columns"]), list(plane), path.parent,
-                            ",".join(str(c) for c in plane))
-            return {}
-        return {row["run"]: row for row in content["runs"]}
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: expected the JSON that benchmark.metrics.alignment "
-                         f"writes, found unreadable content ({error})") from None
 
 
 def summary(values: list[float], bounds=None) -> dict:

@@ -15,7 +15,11 @@ per run, from its evaluation codes in the plane's two factor columns
     factor_r2      mean over the plane's factors of the R^2 of a linear fit of the factor
                    on the whole code (rotation-invariant information; descriptive)
 
-and MIG and DCI-I from results.json. The rule (`choose`), per strength s > 0:
+and MIG and DCI-I from results.json. A run whose codes are gone (a published pilot's: the
+codes are not in the repository) is read from its study's alignment.json, which keeps
+each run's per-latent angles and R^2 (`python -m benchmark.metrics.alignment`): its
+misalignment and linear_r2 as from its codes, its factor_r2 missing (the table says of how
+many runs that mean is). The rule (`choose`), per strength s > 0:
 
     (a) linear:  mean linear_r2 >= MIN_R2
     (b) turned:  mean misalignment >= TURNED_DEG, and above the original's by a one-sided
@@ -69,9 +73,6 @@ ELLIPSE_BINDING = "data.fixed_factors={'shape':1,'scale':5,'orientation':0}"
 def code_measures(factors, codes, columns=(0, 1)) -> dict:
     """{'misalignment' (degrees or None), 'linear_r2', 'factor_r2'} of codes (n, d) against
     the factor columns `columns` of factors (n, k) (module docstring)."""
-    fit = alignment.linear_angles(factors, codes, columns)
-    r2 = sorted(fit["r2"])
-    kept = [m for m, q in zip(fit["misalignment_deg"], fit["r2"]) if q >= alignment.MIN_R2]
     codes = np.asarray(codes, np.float64)
     design = np.column_stack([codes - codes.mean(axis=0), np.ones(len(codes))])
     explained = []
@@ -82,9 +83,20 @@ def code_measures(factors, codes, columns=(0, 1)) -> dict:
         total = float((target ** 2).sum())
         explained.append(1.0 - float(((target - design @ coefficients) ** 2).sum()) / total
                          if total > 0 else 0.0)
-    return {"misalignment": float(np.mean(kept)) if kept else None,
-            "linear_r2": r2[-2] if len(r2) >= 2 else (r2[0] if r2 else 0.0),
+    return {**angle_measures(alignment.linear_angles(factors, codes, columns)),
             "factor_r2": float(np.mean(explained))}
+
+
+def angle_measures(fit: dict, where: str = "alignment.json") -> dict:
+    """{'misalignment' (degrees or None), 'linear_r2'} of one code's per-latent fit
+    ({'misalignment_deg', 'r2'}: alignment.linear_angles, or a row of alignment.json)."""
+    try:
+        r2 = sorted(float(q) for q in fit["r2"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserError(f"{where}: expected a row with 'r2' per latent, found {fit!r:.120} "
+                        f"({error})") from None
+    return {"misalignment": alignment.row_misalignment(fit, where),
+            "linear_r2": r2[-2] if len(r2) >= 2 else (r2[0] if r2 else 0.0)}
 
 
 def _wave_only(bindings) -> list[str]:
@@ -109,7 +121,8 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
     """{strength: [per-run {'run', 'MIG', 'DCI-I', 'misalignment', 'linear_r2',
     'factor_r2'}]} of `model`'s kept runs in a pilot study (0.0 = original, then each
     strength of the study's sweep: its battery's 'sweep', else the one base variant of
-    its non-original variants). Codes from each run's eval_codes.npz. original_dir: a
+    its non-original variants), and 'codes': whether the run's eval_codes.npz was read
+    (else its saved angles in its study's alignment.json, `_run_measures`). original_dir: a
     study whose original arm is this pilot's (the same settings but for the wave arms' own,
     `check_original_study`), for a pilot that trains the wave arms alone."""
     study_dir = pathlib.Path(study_dir)
@@ -131,20 +144,36 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
             r for r in report_data.load_runs(original_dir) if r["variant"] == "original"]
     records = [r for r in found
                if r["model"] == model and not r["overpruned"] and r["setting"] == ""]
+    saved = {}
+    for directory in {pathlib.Path(r["run_dir"]).parent.parent for r in records}:
+        saved.update(alignment.saved_rows(directory, plane))
     out = {}
     for strength, label in labels:
         rows = []
         for record in (r for r in records if r["variant"] == label):
-            path = pathlib.Path(record["run_dir"]) / "eval_codes.npz"
-            if not path.is_file():
-                raise UserError(f"{path}: expected the run's evaluation codes (the pilot's "
-                                "measures are read from them), found none")
-            arrays = codes_lib.read_npz(path, ("factors", "codes"))
-            rows.append({"run": path.parent.name, "MIG": record["values"].get("MIG"),
+            rows.append({"run": pathlib.Path(record["run_dir"]).name,
+                         "MIG": record["values"].get("MIG"),
                          "DCI-I": record["values"].get("DCI-I"),
-                         **code_measures(arrays["factors"], arrays["codes"], plane)})
+                         **_run_measures(record["run_dir"], plane, saved)})
         out[strength] = rows
     return out
+
+
+def _run_measures(run_dir, plane, saved: dict) -> dict:
+    """code_measures of a run's eval_codes.npz; without it, the run's row of its study's
+    alignment.json (misalignment and linear R^2; factor R^2 None: the row cannot give it)
+    with 'codes' False; UserError when neither is there."""
+    path = pathlib.Path(run_dir) / "eval_codes.npz"
+    if path.is_file():
+        arrays = codes_lib.read_npz(path, ("factors", "codes"))
+        return {**code_measures(arrays["factors"], arrays["codes"], plane), "codes": True}
+    saved_at = path.parent.parent.parent / "alignment.json"
+    row = saved.get(path.parent.name)
+    if row is None:
+        raise UserError(f"{path}: expected the run's evaluation codes, or its row in "
+                        f"{saved_at} (python -m benchmark.metrics.alignment STUDY_DIR, in "
+                        f"the plane {list(plane)}), found neither")
+    return {**angle_measures(row, str(saved_at)), "factor_r2": None, "codes": False}
 
 
 def _mean(values) -> float | None:
@@ -204,6 +233,7 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
         angles = [r["misalignment"] for r in found if r["misalignment"] is not None]
         row = {"strength": strength, "n": len(found),
                "n_with_angle": len(angles),
+               "n_codes": sum(1 for r in found if r.get("codes", True)),
                **{key: _mean(r[key] for r in found)
                   for key in ("MIG", "DCI-I", "misalignment", "linear_r2", "factor_r2")}}
         if strength > 0:
@@ -248,6 +278,12 @@ def _cell(value, digits: int = 3) -> str:
     return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
 
 
+def _codes_note(row: dict) -> str:
+    """' (k/n)' when only k of the n runs had their codes to give a factor R^2."""
+    n_codes = row.get("n_codes", row["n"])
+    return "" if n_codes == row["n"] else f" ({n_codes}/{row['n']})"
+
+
 def table_lines(choice: dict) -> list[str]:
     """The choice as a markdown table and one line naming the chosen strength (with the
     local geometry's turn and the share of runs that followed half of it, under
@@ -264,7 +300,8 @@ def table_lines(choice: dict) -> list[str]:
             f"| {r['strength']:g} | {r['n']} | {_cell(r['MIG'])} | {_cell(r['DCI-I'])} | "
             f"{_cell(r.get('dci_i_drop'))} | {_cell(r['misalignment'], 1)} "
             f"({r['n_with_angle']}/{r['n']}) | {_cell(r.get('misalignment_p'))} |{cells} "
-            f"{_cell(r['linear_r2'])} | {_cell(r['factor_r2'])} | {_cell(r.get('linear'))} | "
+            f"{_cell(r['linear_r2'])} | {_cell(r['factor_r2'])}{_codes_note(r)} | "
+            f"{_cell(r.get('linear'))} | "
             f"{_cell(r.get('turned'))} | {_cell(r.get('kept'))} |")
     lines.append("")
     lines.append(f"Rule: {choice['rule']}.")

@@ -175,3 +175,34 @@ def test_the_geometry_rule_computes_the_rotated_sprites_turn():
     with pytest.raises(UserError, match="'wave' and 'rotated' sweeps"):
         strength_choice.geometry_turns({**ellipse, "variants": ["original", "noisy@0.1"]},
                                        [0.1])
+
+
+def test_runs_whose_codes_are_gone_are_read_from_the_studys_alignment_json(tmp_path):
+    """A published pilot keeps some runs' angles only (alignment.json): those runs give the
+    same misalignment and linear R^2 as their codes did, no factor R^2 (the table says of
+    how many runs its mean is); a run with neither is refused, naming both."""
+    import json
+
+    from benchmark.metrics import alignment
+
+    study = _pilot(tmp_path / "pilot", {"original": 0, "wave@0.2": 35})
+    before = strength_choice.pilot_runs(study, "beta_vae")
+    alignment.update_study_alignment(study)
+    gone = study / "runs" / "beta_vae_dsprites_wave@0.2_seed1" / "eval_codes.npz"
+    gone.unlink()
+    after = strength_choice.pilot_runs(study, "beta_vae")
+    for strength in before:
+        for old, new in zip(before[strength], after[strength]):
+            assert new["misalignment"] == pytest.approx(old["misalignment"])
+            assert new["linear_r2"] == pytest.approx(old["linear_r2"])
+    read = {r["run"]: r for r in after[0.2]}["beta_vae_dsprites_wave@0.2_seed1"]
+    assert read["codes"] is False and read["factor_r2"] is None
+    choice = strength_choice.choose(after)
+    assert choice["chosen"] == 0.2 and choice["strengths"][1]["n_codes"] == 2
+    assert any("| 0.2 | 3 |" in line and "(2/3)" in line
+               for line in strength_choice.table_lines(choice))
+    saved = json.loads((study / "alignment.json").read_text())
+    saved["runs"] = [r for r in saved["runs"] if r["run"] != gone.parent.name]
+    (study / "alignment.json").write_text(json.dumps(saved))
+    with pytest.raises(UserError, match="evaluation codes, or its row in .*found neither"):
+        strength_choice.pilot_runs(study, "beta_vae")
