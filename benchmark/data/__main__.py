@@ -49,6 +49,9 @@ def define_flags() -> None:
     flags.DEFINE_string("fixed_factors", None, "Reduce the dataset to its other factors "
                         "first, as data.fixed_factors: a dict literal of factor name to "
                         "class, e.g. \"{'shape': 1, 'scale': 5, 'orientation': 0}\".")
+    flags.DEFINE_string("factor_strides", None, "Keep every stride-th class of these free "
+                        "factors, as data.factor_strides: a dict literal of factor name to "
+                        "stride, e.g. \"{'posY': 2}\".")
     flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export; "
                         ".json for match).")
     flags.DEFINE_list("match_arms", ["noisy"], "match: the variants to match to --variant "
@@ -60,15 +63,17 @@ def define_flags() -> None:
 COMMANDS = ("preview", "export", "match")
 
 
-def parse_fixed_factors(text: str) -> dict:
-    """--fixed_factors' dict literal (data, never code: ast.literal_eval)."""
+def parse_fixed_factors(text: str, flag: str = "--fixed_factors",
+                        example: str = "{'shape': 1}") -> dict:
+    """--fixed_factors' (or --factor_strides') dict literal (data, never code:
+    ast.literal_eval)."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         value = None
     if not isinstance(value, dict):
-        raise app.UsageError(f"--fixed_factors: expected a dict literal such as "
-                             f"\"{{'shape': 1}}\", found {text!r}")
+        raise app.UsageError(f"{flag}: expected a dict literal such as \"{example}\", "
+                             f"found {text!r}")
     return value
 
 
@@ -124,8 +129,11 @@ def main(argv):
         raise app.UsageError("--out is required")
     with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
         original = get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir)
-        if FLAGS.fixed_factors:
-            original = FactorSubset(original, parse_fixed_factors(FLAGS.fixed_factors))
+        if FLAGS.fixed_factors or FLAGS.factor_strides:
+            original = FactorSubset(
+                original, parse_fixed_factors(FLAGS.fixed_factors or "{}"),
+                FLAGS.factor_strides and parse_fixed_factors(
+                    FLAGS.factor_strides, "--factor_strides", "{'posY': 2}"))
         data = make_variant(original, FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact, artefact_loader=load_variant)
         if argv[1] == "match":

@@ -8,9 +8,9 @@ factor classes, flat indices (last factor fastest) and sampling are over the *re
 grid; images are the base's images at the full factors (reduced factors with the fixed
 classes put back in their columns).
 
-Gin: `data.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}` on
-`benchmark.data.load_data` (applied before the variant, so a noisy / oracle variant
-perturbs the reduced dataset).
+Gin: `data.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}` and
+`data.factor_strides = {'posY': 2}` on `benchmark.data.load_data` (applied before the
+variant, so a noisy / oracle variant perturbs the reduced dataset).
 """
 
 from __future__ import annotations
@@ -47,27 +47,65 @@ def check_fixed_factors(base: GroundTruthData, fixed: Mapping[str, int]) -> dict
     return checked
 
 
+def check_factor_strides(base: GroundTruthData, strides: Mapping[str, int] | None,
+                         fixed: Mapping[str, int]) -> dict[str, int]:
+    """`strides` as {free factor name: stride >= 1}, validated against `base` and the fixed
+    factors; ConfigError naming the factor and what was expected."""
+    if not strides:
+        return {}
+    if not isinstance(strides, Mapping):
+        raise ConfigError(f"factor_strides: expected a mapping {{factor name: stride}}, "
+                          f"found {strides!r}")
+    names = list(base.factor_names)
+    checked = {}
+    for name, stride in strides.items():
+        if name not in names or name in fixed:
+            raise ConfigError(f"factor_strides: {name!r} is not a free factor of {base.name}; "
+                              f"expected one of {', '.join(n for n in names if n not in fixed)}")
+        size = int(base.factor_sizes[names.index(name)])
+        if (isinstance(stride, bool) or not isinstance(stride, (int, np.integer))
+                or not 1 <= stride <= (size - 1) // 2):
+            raise ConfigError(f"factor_strides: {name} = {stride!r}; expected an integer in "
+                              f"1..{(size - 1) // 2} (keeping at least 3 of its {size} classes)")
+        checked[name] = int(stride)
+    return checked
+
+
 class FactorSubset(GroundTruthData):
-    """`base` with the factors of `fixed` held at one class; the other factors are free.
+    """`base` with the factors of `fixed` held at one class and, optionally, some free
+    factors kept at every `stride`-th class only; the other factors are free.
+
+    A stride makes one step of that factor a larger change of the image (posY at stride 2:
+    classes 0, 2, ..., 30 of 32), so the plane's local geometry grows anisotropic while
+    every kept image is a base image (the suite's construction, for a reference model
+    whose code should align with the factor axes; paper 002 does not use it).
 
     Args:
       base: the dataset to reduce (any GroundTruthData, k factors).
       fixed: {factor name: class} (validated by `check_fixed_factors`).
+      strides: {free factor name: stride} (`check_factor_strides`); reduced class c of a
+        strided factor is base class c * stride.
 
     Attributes: factor_names / factor_sizes / factor_values / categorical_factors of the
-    free factors (base order); observation_shape and name of `base` (images are base
-    images); `free` the base columns of the free factors, int64 (k_free,).
+    free factors (base order; a strided factor's sizes and values are its kept classes');
+    observation_shape and name of `base` (images are base images); `free` the base columns
+    of the free factors, int64 (k_free,); `class_strides` {name: stride} as given.
     """
 
-    def __init__(self, base: GroundTruthData, fixed: Mapping[str, int]):
+    def __init__(self, base: GroundTruthData, fixed: Mapping[str, int],
+                 strides: Mapping[str, int] | None = None):
         self.base = base
         self.fixed = check_fixed_factors(base, fixed)
+        self.class_strides = check_factor_strides(base, strides, self.fixed)
         names = list(base.factor_names)
         self.free = np.array([j for j, n in enumerate(names) if n not in self.fixed],
                              dtype=np.int64)
         self.factor_names = tuple(names[j] for j in self.free)
-        self.factor_sizes = tuple(int(base.factor_sizes[j]) for j in self.free)
-        self.factor_values = tuple(base.factor_values[j] for j in self.free)
+        self._steps = np.array([self.class_strides.get(names[j], 1) for j in self.free], np.int64)
+        self.factor_sizes = tuple(-(-int(base.factor_sizes[j]) // int(step))
+                                  for j, step in zip(self.free, self._steps))
+        self.factor_values = tuple(np.asarray(base.factor_values[j])[::int(step)]
+                                   for j, step in zip(self.free, self._steps))
         self.categorical_factors = tuple(n for n in base.categorical_factors
                                          if n in self.factor_names)
         self.observation_shape = base.observation_shape
@@ -79,7 +117,7 @@ class FactorSubset(GroundTruthData):
         classes in their columns, the free ones copied."""
         factors = as_factor_array(factors, self.factor_sizes)
         full = np.repeat(self._template[None, :], len(factors), axis=0)
-        full[:, self.free] = factors
+        full[:, self.free] = factors * self._steps
         return full
 
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:
@@ -87,8 +125,10 @@ class FactorSubset(GroundTruthData):
         return self.base.observations_from_factors(self.full_factors(factors), rng)
 
     def describe(self) -> dict:
-        return {**self.base.describe(), **super().describe(), "fixed_factors": dict(self.fixed)}
+        return {**self.base.describe(), **super().describe(), "fixed_factors": dict(self.fixed),
+                **({"factor_strides": dict(self.class_strides)} if self.class_strides else {})}
 
     def __repr__(self) -> str:
-        return (f"FactorSubset({self.base.name}, fixed={self.fixed}, "
+        strides = f", strides={self.class_strides}" if self.class_strides else ""
+        return (f"FactorSubset({self.base.name}, fixed={self.fixed}{strides}, "
                 f"sizes={list(self.factor_sizes)})")
