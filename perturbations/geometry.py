@@ -144,51 +144,62 @@ def artefact_rows(directory) -> list[dict]:
     return rows
 
 
-def wave_rows(strengths: Sequence[float]) -> list[dict]:
-    """The wave's dose-response on the ellipse: original, the wave at each strength, and at
-    the largest its fixed-phase texture and noise matched to it in energy."""
+def _ellipse(strides: dict | None = None):
+    """The 2-factor ellipse (ELLIPSE_FIXED), with its factors strided as `strides` says
+    (benchmark/data/subset.py), and the rows' name suffix saying so."""
     from benchmark.data import get_dataset
-    from benchmark.data.oracle import WaveData, WaveTextureData, matched_noise_eps
     from benchmark.data.subset import FactorSubset
+
+    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED, strides)
+    said = ", ".join(f"{name} stride {step}" for name, step in data.class_strides.items())
+    return data, f", {said}" if said else ""
+
+
+def wave_rows(strengths: Sequence[float], strides: dict | None = None) -> list[dict]:
+    """The wave's dose-response on the ellipse (its factors strided as `strides` says):
+    original, the wave at each strength, and at the largest its fixed-phase texture and
+    noise matched to it in energy."""
+    from benchmark.data.oracle import WaveData, WaveTextureData, matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED)
+    data, suffix = _ellipse(strides)
+    name = f"wave (ellipse{suffix})"
     original = geometry_row(data)
-    rows = [{"name": "wave (ellipse)", "variant": "original", **original}]
+    rows = [{"name": name, "variant": "original", **original}]
     for eps in strengths:
-        rows.append({"name": "wave (ellipse)", "variant": f"wave@{eps:g}",
+        rows.append({"name": name, "variant": f"wave@{eps:g}",
                      **geometry_row(WaveData(data, eps), original_axis=original["axis_deg"])})
     if strengths:
         top = max(strengths)
-        rows.append({"name": "wave (ellipse)", "variant": f"wave_texture@{top:g}",
+        rows.append({"name": name, "variant": f"wave_texture@{top:g}",
                      **geometry_row(WaveTextureData(data, top),
                                     original_axis=original["axis_deg"])})
         noise = matched_noise_eps(WaveData(data, top), power=2)
-        rows.append({"name": "wave (ellipse)", "variant": f"noisy@{noise:.4g}",
+        rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
                      **geometry_row(NoisyData(data, eps=noise),
                                     original_axis=original["axis_deg"])})
     return rows
 
 
-def rotation_rows(classes: Sequence[int]) -> list[dict]:
-    """The 'rotated' arms on the ellipse (benchmark/data/rotated.py): original, then the
-    sprite turned by each number of orientation classes, and noise matched in energy to
-    the first of them."""
-    from benchmark.data import get_dataset, make_variant
+def rotation_rows(classes: Sequence[int], strides: dict | None = None) -> list[dict]:
+    """The 'rotated' arms on the ellipse (benchmark/data/rotated.py; its factors strided as
+    `strides` says): original, then the sprite turned by each number of orientation
+    classes, and noise matched in energy to the first of them."""
+    from benchmark.data import make_variant
     from benchmark.data.oracle import matched_noise_eps
-    from benchmark.data.subset import FactorSubset
     from benchmark.data.variants import NoisyData
 
-    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED)
+    data, suffix = _ellipse(strides)
+    name = f"rotated (ellipse{suffix})"
     original = geometry_row(data)
-    rows = [{"name": "rotated (ellipse)", "variant": "original", **original}]
+    rows = [{"name": name, "variant": "original", **original}]
     for k in classes:
-        rows.append({"name": "rotated (ellipse)", "variant": f"rotated@{k:g}",
+        rows.append({"name": name, "variant": f"rotated@{k:g}",
                      **geometry_row(make_variant(data, "rotated", eps=k),
                                     original_axis=original["axis_deg"])})
     if classes:
         noise = matched_noise_eps(make_variant(data, "rotated", eps=classes[0]), power=2)
-        rows.append({"name": "rotated (ellipse)", "variant": f"noisy@{noise:.4g}",
+        rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
                      **geometry_row(NoisyData(data, eps=noise),
                                     original_axis=original["axis_deg"])})
     return rows
@@ -222,6 +233,9 @@ def define_flags() -> None:
     flags.DEFINE_list("rotations", [], "Turns of the ellipse's sprite, in orientation "
                       "classes (the 'rotated' variant), to check beside the artefacts, e.g. "
                       "5,10.")
+    flags.DEFINE_string("factor_strides", None, "--waves and --rotations: keep every "
+                        "stride-th class of the ellipse's posX or posY, as data.factor_strides "
+                        "(a dict literal, e.g. \"{'posY': 2}\").")
     flags.DEFINE_string("out", None, "Where to write the rows as JSON (written whole or not "
                         "at all).")
 
@@ -232,6 +246,7 @@ def main(argv) -> None:
 
     from benchmark.core.atomic import write_json
     from benchmark.core.config import find_published
+    from benchmark.data.subset import parse_factor_dict
 
     named = [pathlib.Path(a) for a in argv[1:]]
     if not named and not flags.FLAGS.waves and not flags.FLAGS.rotations:
@@ -257,8 +272,10 @@ def main(argv) -> None:
     except ValueError:
         raise UserError(f"--rotations: expected whole numbers of orientation classes, found "
                         f"{flags.FLAGS.rotations}") from None
-    rows = wave_rows(strengths) if strengths else []
-    rows += rotation_rows(turns) if turns else []      # a turn out of range: ConfigError
+    strides = (parse_factor_dict(flags.FLAGS.factor_strides, "--factor_strides",
+                                 "{'posY': 2}") if flags.FLAGS.factor_strides else None)
+    rows = wave_rows(strengths, strides) if strengths else []
+    rows += rotation_rows(turns, strides) if turns else []   # out of range: ConfigError
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))

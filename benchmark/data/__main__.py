@@ -15,7 +15,6 @@ match:   the strength of each --match_arms variant (e.g. noisy,modified_texture)
 
 from __future__ import annotations
 
-import ast
 import json
 
 from absl import app, flags, logging
@@ -25,7 +24,7 @@ from benchmark.core.errors import cli_main, run_command, user_errors
 from benchmark.data import ARTEFACT_VARIANTS, DATASETS, VARIANTS, export, get_dataset, make_variant, preview
 from benchmark.data.change import SAMPLE, SAMPLE_ABOVE, arm_change, change_path
 from benchmark.data.oracle import mean_change
-from benchmark.data.subset import FactorSubset
+from benchmark.data.subset import FactorSubset, parse_factor_dict
 from perturbations.artefact import load_variant
 
 FLAGS = flags.FLAGS
@@ -61,20 +60,6 @@ def define_flags() -> None:
 
 
 COMMANDS = ("preview", "export", "match")
-
-
-def parse_fixed_factors(text: str, flag: str = "--fixed_factors",
-                        example: str = "{'shape': 1}") -> dict:
-    """--fixed_factors' (or --factor_strides') dict literal (data, never code:
-    ast.literal_eval)."""
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        value = None
-    if not isinstance(value, dict):
-        raise app.UsageError(f"{flag}: expected a dict literal such as \"{example}\", "
-                             f"found {text!r}")
-    return value
 
 
 def write_match(original, reference) -> str:
@@ -131,8 +116,8 @@ def main(argv):
         original = get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir)
         if FLAGS.fixed_factors or FLAGS.factor_strides:
             original = FactorSubset(
-                original, parse_fixed_factors(FLAGS.fixed_factors or "{}"),
-                FLAGS.factor_strides and parse_fixed_factors(
+                original, parse_factor_dict(FLAGS.fixed_factors or "{}"),
+                FLAGS.factor_strides and parse_factor_dict(
                     FLAGS.factor_strides, "--factor_strides", "{'posY': 2}"))
         data = make_variant(original, FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact, artefact_loader=load_variant)

@@ -15,12 +15,27 @@ variant, so a noisy / oracle variant perturbs the reduced dataset).
 
 from __future__ import annotations
 
+import ast
 from typing import Mapping
 
 import numpy as np
 
 from benchmark.core.errors import ConfigError
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
+
+
+def parse_factor_dict(text: str, flag: str = "--fixed_factors",
+                      example: str = "{'shape': 1}") -> dict:
+    """A command line's dict literal of factor name to class or stride (data, never code:
+    ast.literal_eval); ConfigError naming the flag for anything else."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}: expected a dict literal such as \"{example}\", "
+                          f"found {text!r}")
+    return value
 
 
 def check_fixed_factors(base: GroundTruthData, fixed: Mapping[str, int]) -> dict[str, int]:

@@ -185,7 +185,8 @@ def geometry_turns(settings: dict, strengths) -> dict:
     """{strength: degrees by which the principal axis of the images' local geometry at that
     strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
     ellipse: the wave with its default periods and direction (perturbations.geometry.
-    wave_rows), or the 'rotated' sprite (`rotation_rows`); UserError for a pilot on other
+    wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's strided
+    plane where it binds data.factor_strides; UserError for a pilot on other
     data or another sweep, whose geometry this does not compute."""
     from perturbations.geometry import rotation_rows, wave_rows
 
@@ -206,10 +207,19 @@ def geometry_turns(settings: dict, strengths) -> dict:
         raise UserError(f"--turn=geometry computes the geometry of the 'wave' and 'rotated' "
                         f"sweeps, found {sweep!r}")
     positive = [s for s in strengths if s > 0]
-    rows = (wave_rows(positive) if sweep == "wave"
-            else rotation_rows([int(s) for s in positive]))
+    strides = _strides_of(bindings)
+    rows = (wave_rows(positive, strides) if sweep == "wave"
+            else rotation_rows([int(s) for s in positive], strides))
     return {float(r["variant"].partition("@")[2]): r["misalignment_deg"]
             for r in rows if r["variant"].startswith(f"{sweep}@")}
+
+
+def _strides_of(bindings: list[str]) -> dict | None:
+    """The pilot's data.factor_strides (bindings without spaces), None without one."""
+    from benchmark.data.subset import parse_factor_dict
+
+    found = [b.partition("=")[2] for b in bindings if b.startswith("data.factor_strides=")]
+    return parse_factor_dict(found[-1], "data.factor_strides", "{'posY': 2}") if found else None
 
 
 def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,

@@ -206,3 +206,17 @@ def test_runs_whose_codes_are_gone_are_read_from_the_studys_alignment_json(tmp_p
     (study / "alignment.json").write_text(json.dumps(saved))
     with pytest.raises(UserError, match="evaluation codes, or its row in .*found neither"):
         strength_choice.pilot_runs(study, "beta_vae")
+
+
+def test_the_geometry_rule_reads_a_strided_pilots_own_geometry():
+    """A pilot on posY at stride 2 (data.factor_strides) is read against that plane's
+    geometry: rotated@5 turns its principal axis 25.1 deg off the axes there, not the
+    unstrided plane's 41.8."""
+    strided = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                            "data.factor_strides = {'posY': 2}"],
+               "variants": ["original", "rotated@5"]}
+    turns = strength_choice.geometry_turns(strided, [0.0, 5.0])
+    assert turns == {5.0: pytest.approx(25.1, abs=0.1)}
+    with pytest.raises(UserError, match="data.factor_strides: expected a dict literal"):
+        strength_choice.geometry_turns({**strided, "bindings": [
+            *strided["bindings"][:1], "data.factor_strides = posY"]}, [5.0])

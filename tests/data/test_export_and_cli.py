@@ -180,6 +180,17 @@ def test_preview_of_a_reduced_dataset_measures_its_own_images(tmp_path):
     bad = _cli("preview", "--dataset=dsprites", "--fixed_factors=shape=1", f"--out={out}")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("error: --fixed_factors: expected")
+    strided = _cli("preview", "--dataset=dsprites", "--variant=noisy", "--source=procedural",
+                   "--fixed_factors={'shape': 1, 'scale': 5, 'orientation': 0}",
+                   "--factor_strides={'posY': 2}", f"--out={out}")
+    assert strided.returncode == 0, strided.stderr
+    assert json.loads(out.with_suffix(".change.json").read_text())["images"] == 512
+    for value, expected in (("posY", "--factor_strides: expected a dict literal"),
+                            ("{'posY': 0}", "posY = 0; expected an integer in 1..15")):
+        refused = _cli("preview", "--dataset=dsprites", "--source=procedural",
+                       f"--factor_strides={value}", f"--out={out}")
+        assert refused.returncode == 2, refused.stderr
+        assert expected in refused.stderr.strip().splitlines()[-1]
 
 
 def test_match_command_finds_the_energy_matched_eps(tmp_path):

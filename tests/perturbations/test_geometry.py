@@ -86,3 +86,17 @@ def test_the_command_checks_the_rotated_sprite_and_refuses_a_turn_out_of_range()
                          ("--rotations=2.5", "whole numbers")):
         refused = python_m("perturbations.geometry", bad)
         assert refused.returncode == 2 and message in refused.stderr.strip().splitlines()[-1]
+
+
+def test_the_command_checks_the_rotated_sprite_on_a_strided_plane():
+    """--factor_strides: posY at stride 2 has anisotropy 0.576 on the original, and
+    rotated@5 turns its axis 25.1 deg off the axes (the tenth battery pilot's numbers)."""
+    found = python_m("perturbations.geometry", "--rotations=5",
+                     "--factor_strides={'posY': 2}")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert "| rotated (ellipse, posY stride 2) | original | 0.000 | 0.576 | 90.0 |" in found.stdout
+    assert "| rotated (ellipse, posY stride 2) | rotated@5 | 0.366 | 0.456 | 64.9 | 25.1 |" \
+        in found.stdout
+    refused = python_m("perturbations.geometry", "--rotations=5", "--factor_strides=posY")
+    assert refused.returncode == 2
+    assert "--factor_strides: expected a dict literal" in refused.stderr.strip().splitlines()[-1]
