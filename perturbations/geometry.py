@@ -22,6 +22,17 @@ a) and that axis's distance to the nearest factor axis (`misalignment_deg`, 0 al
 diagonal) are the rotation a code that followed the local geometry would show; `anisotropy`
 (λ1 − λ2) / (λ1 + λ2) says whether that axis is defined at all.
 
+Those are per class step. A code's latent scales are free (the prior sets each latent's
+spread to its factor's), so what a code's axes follow is the Gram in units of each factor's
+spread, S G S with S = diag(std a, std b) of the factor classes: the covariance of the
+images' linearisation, whose principal components a linear VAE recovers, and which a VAE
+can only place uniquely when its eigenvalues differ. `whitened_anisotropy` and
+`whitened_axis_deg` are read from it. They tell a stride from a range
+(benchmark/data/subset.py): posY at stride 3 raises the per-class anisotropy of the
+ellipse from 0.300 to 0.689 but leaves the whitened one at 0.222 (a step's change grows
+with the stride, the factor's spread in classes shrinks by it), where a window of 11 posX
+classes gives 0.873.
+
 The check (the suite's rule): a perturbation passes when |correlation| reaches
 THRESHOLD_CORRELATION, that of the weakest wave at which a β-VAE's code turned
 significantly at 3,000 steps (results/battery_pilot_3k_cpu: wave@0.1, code misalignment
@@ -99,9 +110,18 @@ def turn_deg(axis_deg: float, original_deg: float) -> float:
     return min(moved, 180.0 - moved)
 
 
+def factor_spreads(data, names: Sequence[str] = PLANE) -> np.ndarray:
+    """float64 (2,): the std of each named factor's classes over the grid (uniform on
+    0..size - 1: sqrt((size² − 1) / 12)), the units a code's latents take them in."""
+    sizes = np.asarray(data.factor_sizes, np.float64)[
+        [list(data.factor_names).index(n) for n in names]]
+    return np.sqrt((sizes ** 2 - 1.0) / 12.0)
+
+
 def geometry_row(data, names: Sequence[str] = PLANE, original_axis: float | None = None,
                  seed: int = 0) -> dict:
-    """{'gram', 'correlation', 'anisotropy', 'axis_deg', 'misalignment_deg', 'turn_deg'
+    """{'gram', 'correlation', 'anisotropy', 'axis_deg', 'misalignment_deg',
+    'whitened_anisotropy', 'whitened_axis_deg' (of S G S, S the factors' spreads), 'turn_deg'
     (None without original_axis), 'passes' (|correlation| >= THRESHOLD_CORRELATION),
     'num_images'} of a dataset
     or perturbed variant in the plane `names`; the whole grid up to MAX_GRID_IMAGES images,
@@ -111,9 +131,13 @@ def geometry_row(data, names: Sequence[str] = PLANE, original_axis: float | None
     sample = None if data.num_images <= MAX_GRID_IMAGES else MAX_GRID_IMAGES
     found = local_factor_gram(data, names, num_images=sample, seed=seed)
     axis = principal_axis_deg(found["gram"])
+    spread = factor_spreads(data, names)
+    whitened = np.asarray(found["gram"]) * np.outer(spread, spread)
     return {"gram": found["gram"], "correlation": found["correlation"],
             "anisotropy": anisotropy(found["gram"]), "axis_deg": axis,
             "misalignment_deg": misalignment_deg(axis),
+            "whitened_anisotropy": anisotropy(whitened),
+            "whitened_axis_deg": principal_axis_deg(whitened),
             "turn_deg": None if original_axis is None else turn_deg(axis, original_axis),
             "passes": abs(found["correlation"]) >= THRESHOLD_CORRELATION,
             "num_images": found["num_images"]}
@@ -144,25 +168,29 @@ def artefact_rows(directory) -> list[dict]:
     return rows
 
 
-def _ellipse(strides: dict | None = None):
-    """The 2-factor ellipse (ELLIPSE_FIXED), with its factors strided as `strides` says
-    (benchmark/data/subset.py), and the rows' name suffix saying so."""
+def _ellipse(strides: dict | None = None, ranges: dict | None = None):
+    """The 2-factor ellipse (ELLIPSE_FIXED), with its factors strided and windowed as
+    `strides` and `ranges` say (benchmark/data/subset.py), and the rows' name suffix saying
+    so."""
     from benchmark.data import get_dataset
     from benchmark.data.subset import FactorSubset
 
-    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED, strides)
-    said = ", ".join(f"{name} stride {step}" for name, step in data.class_strides.items())
-    return data, f", {said}" if said else ""
+    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED, strides, ranges)
+    said = [f"{name} stride {step}" for name, step in data.class_strides.items()]
+    said += [f"{name} {start}-{stop - 1}" for name, (start, stop) in data.class_ranges.items()]
+    return data, f", {', '.join(said)}" if said else ""
 
 
-def wave_rows(strengths: Sequence[float], strides: dict | None = None) -> list[dict]:
-    """The wave's dose-response on the ellipse (its factors strided as `strides` says):
+def wave_rows(strengths: Sequence[float], strides: dict | None = None,
+              ranges: dict | None = None) -> list[dict]:
+    """The wave's dose-response on the ellipse (its factors reduced as `strides` and
+    `ranges` say):
     original, the wave at each strength, and at the largest its fixed-phase texture and
     noise matched to it in energy."""
     from benchmark.data.oracle import WaveData, WaveTextureData, matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data, suffix = _ellipse(strides)
+    data, suffix = _ellipse(strides, ranges)
     name = f"wave (ellipse{suffix})"
     original = geometry_row(data)
     rows = [{"name": name, "variant": "original", **original}]
@@ -181,15 +209,16 @@ def wave_rows(strengths: Sequence[float], strides: dict | None = None) -> list[d
     return rows
 
 
-def rotation_rows(classes: Sequence[int], strides: dict | None = None) -> list[dict]:
-    """The 'rotated' arms on the ellipse (benchmark/data/rotated.py; its factors strided as
-    `strides` says): original, then the sprite turned by each number of orientation
+def rotation_rows(classes: Sequence[int], strides: dict | None = None,
+                  ranges: dict | None = None) -> list[dict]:
+    """The 'rotated' arms on the ellipse (benchmark/data/rotated.py; its factors reduced as
+    `strides` and `ranges` say): original, then the sprite turned by each number of orientation
     classes, and noise matched in energy to the first of them."""
     from benchmark.data import make_variant
     from benchmark.data.oracle import matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data, suffix = _ellipse(strides)
+    data, suffix = _ellipse(strides, ranges)
     name = f"rotated (ellipse{suffix})"
     original = geometry_row(data)
     rows = [{"name": name, "variant": "original", **original}]
@@ -208,17 +237,19 @@ def rotation_rows(classes: Sequence[int], strides: dict | None = None) -> list[d
 def table_lines(rows: list[dict]) -> list[str]:
     """The rows as a markdown table."""
     lines = ["| perturbation | arm | correlation | anisotropy | principal axis (deg from posX) "
-             "| misalignment (deg) | turn from original (deg) | passes |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| misalignment (deg) | whitened anisotropy (axis) | turn from original (deg) "
+             "| passes |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("plane", True) is None:
-            lines.append(f"| {r['name']} | {r['variant']} | {r['note']} | | | | | |")
+            lines.append(f"| {r['name']} | {r['variant']} | {r['note']} | | | | | | |")
             continue
         turned = "—" if r["turn_deg"] is None else f"{r['turn_deg']:.1f}"
         verdict = "—" if r["variant"] == "original" else ("yes" if r["passes"] else "no")
         lines.append(f"| {r['name']} | {r['variant']} | {r['correlation']:.3f} | "
                      f"{r['anisotropy']:.3f} | {r['axis_deg']:.1f} | "
-                     f"{r['misalignment_deg']:.1f} | {turned} | {verdict} |")
+                     f"{r['misalignment_deg']:.1f} | {r['whitened_anisotropy']:.3f} "
+                     f"({r['whitened_axis_deg']:.0f}) | {turned} | {verdict} |")
     lines.append("")
     lines.append(f"Passes: |correlation| of the factor steps reaches {THRESHOLD_CORRELATION:g}, "
                  "that of the weakest wave at which a β-VAE's code turned (3,000 steps).")
@@ -236,6 +267,9 @@ def define_flags() -> None:
     flags.DEFINE_string("factor_strides", None, "--waves and --rotations: keep every "
                         "stride-th class of the ellipse's posX or posY, as data.factor_strides "
                         "(a dict literal, e.g. \"{'posY': 2}\").")
+    flags.DEFINE_string("factor_ranges", None, "--waves and --rotations: keep classes "
+                        "start..stop - 1 of the ellipse's posX or posY, as data.factor_ranges "
+                        "(a dict literal, e.g. \"{'posX': (10, 21)}\").")
     flags.DEFINE_string("out", None, "Where to write the rows as JSON (written whole or not "
                         "at all).")
 
@@ -274,8 +308,10 @@ def main(argv) -> None:
                         f"{flags.FLAGS.rotations}") from None
     strides = (parse_factor_dict(flags.FLAGS.factor_strides, "--factor_strides",
                                  "{'posY': 2}") if flags.FLAGS.factor_strides else None)
-    rows = wave_rows(strengths, strides) if strengths else []
-    rows += rotation_rows(turns, strides) if turns else []   # out of range: ConfigError
+    ranges = (parse_factor_dict(flags.FLAGS.factor_ranges, "--factor_ranges",
+                                "{'posX': (10, 21)}") if flags.FLAGS.factor_ranges else None)
+    rows = wave_rows(strengths, strides, ranges) if strengths else []
+    rows += rotation_rows(turns, strides, ranges) if turns else []   # out of range: ConfigError
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))

@@ -108,24 +108,27 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
 
 @gin.configurable("data", allowlist=["name", "variant", "source", "data_dir", "eps",
                                      "noise_seed", "artefact", "fixed_factors",
-                                     "factor_strides", "wave_direction", "wave_periods"])
+                                     "factor_strides", "factor_ranges", "wave_direction",
+                                     "wave_periods"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
               data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
               artefact: str | None = None, fixed_factors: dict | None = None,
               artefact_loader=None, wave_direction: float | None = None,
               wave_periods: float | None = None,
-              factor_strides: dict | None = None) -> GroundTruthData:
+              factor_strides: dict | None = None,
+              factor_ranges: dict | None = None) -> GroundTruthData:
     """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
     artefact names a perturbation artefact directory ('modified', or a noise artefact);
     fixed_factors {factor name: class} reduces the dataset to the other factors before the
     variant is applied, and factor_strides {free factor name: stride} keeps every stride-th
-    class of those factors (benchmark/data/subset.py); artefact_loader: see make_variant (not
+    class of those factors and factor_ranges {free factor name: (start, stop)} keeps classes
+    start..stop - 1 of them (benchmark/data/subset.py); artefact_loader: see make_variant (not
     a gin setting: the caller composes it); wave_direction, wave_periods: see
     make_variant."""
     data = get_dataset(name, source, data_dir)
-    if fixed_factors or factor_strides:
+    if fixed_factors or factor_strides or factor_ranges:
         from benchmark.data.subset import FactorSubset
-        data = FactorSubset(data, fixed_factors or {}, factor_strides)
+        data = FactorSubset(data, fixed_factors or {}, factor_strides, factor_ranges)
     return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact,
                         artefact_loader=artefact_loader, wave_direction=wave_direction,
                         wave_periods=wave_periods)

@@ -51,6 +51,9 @@ def define_flags() -> None:
     flags.DEFINE_string("factor_strides", None, "Keep every stride-th class of these free "
                         "factors, as data.factor_strides: a dict literal of factor name to "
                         "stride, e.g. \"{'posY': 2}\".")
+    flags.DEFINE_string("factor_ranges", None, "Keep classes start..stop - 1 of these free "
+                        "factors, as data.factor_ranges: a dict literal of factor name to "
+                        "(start, stop), e.g. \"{'posX': (10, 21)}\".")
     flags.DEFINE_string("out", None, "Output file (PNG for preview; .npz / .h5 for export; "
                         ".json for match).")
     flags.DEFINE_list("match_arms", ["noisy"], "match: the variants to match to --variant "
@@ -114,11 +117,13 @@ def main(argv):
         raise app.UsageError("--out is required")
     with user_errors(FileNotFoundError, ValueError):    # DataFileError is a ValueError
         original = get_dataset(FLAGS.dataset, FLAGS.source, FLAGS.data_dir)
-        if FLAGS.fixed_factors or FLAGS.factor_strides:
+        if FLAGS.fixed_factors or FLAGS.factor_strides or FLAGS.factor_ranges:
             original = FactorSubset(
                 original, parse_factor_dict(FLAGS.fixed_factors or "{}"),
                 FLAGS.factor_strides and parse_factor_dict(
-                    FLAGS.factor_strides, "--factor_strides", "{'posY': 2}"))
+                    FLAGS.factor_strides, "--factor_strides", "{'posY': 2}"),
+                FLAGS.factor_ranges and parse_factor_dict(
+                    FLAGS.factor_ranges, "--factor_ranges", "{'posX': (10, 21)}"))
         data = make_variant(original, FLAGS.variant, eps=FLAGS.eps, seed=FLAGS.noise_seed,
                             artefact=FLAGS.artefact, artefact_loader=load_variant)
         if argv[1] == "match":

@@ -81,8 +81,7 @@ class RotatedSprites(GroundTruthData):
         self.classes = int(value)
         self.eps = float(self.classes)
         self.rotation_deg = float(np.degrees(values[turned] - values[start]))
-        self.rendered = FactorSubset(data.base, {**data.fixed, FACTOR: turned},
-                                     data.class_strides)
+        self.rendered = data.with_fixed(FACTOR, turned)
         self.adopt_grid(data)
 
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:

@@ -11,6 +11,14 @@ aligned, 45 is fully mixed. Per latent j, on a sample (factors (n, k), codes (n,
     r2_j = the fit's R^2 (how linear the latent is; angles of latents with low R^2 mean
            little)
 
+The angle depends on the factors' units (class steps). Where the two factors have the same
+number of classes it is the same in any common unit; where they do not (a strided or
+windowed plane, benchmark/data/subset.py), a latent mixing the two factors equally in
+units of their spread reads as nearly aligned with the wider one in class steps. So each
+row also holds `spread_angle_deg` and `spread_misalignment_deg`: the same fit with each
+factor divided by its std over the sample (the units a latent of unit prior variance takes
+a factor in; equal to the class angles on a square grid).
+
 `python -m benchmark.metrics.alignment STUDY_DIR` reads every run's eval_codes.npz
 (written by benchmark.run) and writes STUDY_DIR/alignment.json (one row per run). The
 codes are not in the repository (.gitignore), so a later call, in a clone that lacks some,
@@ -31,8 +39,9 @@ from benchmark.metrics import codes as codes_lib
 
 
 def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
-    """{'angle_deg', 'misalignment_deg', 'r2'}: lists of d floats (module docstring) for
-    codes (n, d) against the factor columns `columns` (two indices) of factors (n, k)."""
+    """{'angle_deg', 'misalignment_deg', 'r2', 'spread_angle_deg',
+    'spread_misalignment_deg'}: lists of d floats (module docstring) for codes (n, d)
+    against the factor columns `columns` (two indices) of factors (n, k)."""
     if len(columns) != 2:
         raise codes_lib.MetricInputError(f"alignment: expected two factor columns, found "
                                          f"{list(columns)}")
@@ -45,11 +54,22 @@ def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
     residual = ((centred - plane @ gradients) ** 2).sum(axis=0)
     total = (centred ** 2).sum(axis=0)
     r2 = np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0), 0.0)
-    misalignment = np.abs(((angles + 45.0) % 90.0) - 45.0)
-    return {"angle_deg": angles.tolist(), "misalignment_deg": misalignment.tolist(),
-            "r2": r2.tolist()}
+    spread = plane.std(axis=0)
+    # z = g . f = (g * spread) . (f / spread): the gradient in spread units
+    spread_angles = np.degrees(np.arctan2(gradients[1] * spread[1],
+                                          gradients[0] * spread[0])) % 180.0
+    return {"angle_deg": angles.tolist(), "misalignment_deg": _to_axis(angles).tolist(),
+            "r2": r2.tolist(), "spread_angle_deg": spread_angles.tolist(),
+            "spread_misalignment_deg": _to_axis(spread_angles).tolist()}
 
 
+def _to_axis(angles: np.ndarray) -> np.ndarray:
+    """Distance in [0, 45] of angles (degrees) to the nearest axis."""
+    return np.abs(((angles + 45.0) % 90.0) - 45.0)
+
+
+#: a row's misalignments in units of the factors' spreads (module docstring)
+SPREAD_KEY = "spread_misalignment_deg"
 #: a latent's angle counts towards a code's misalignment only when its linear fit on the
 #: two factors explains this much of its variance (an inactive latent's angle is noise)
 MIN_R2 = 0.5
@@ -117,14 +137,15 @@ def saved_rows(study_dir, columns: Sequence[int] = (0, 1)) -> dict:
 
 
 def row_misalignment(row: dict, where: str = "alignment.json",
-                     min_r2: float = MIN_R2) -> float | None:
-    """`code_misalignment` from a saved row ('misalignment_deg' and 'r2', one per latent):
-    the mean over the latents with R^2 >= min_r2, None when none has."""
+                     min_r2: float = MIN_R2, key: str = "misalignment_deg") -> float | None:
+    """`code_misalignment` from a saved row (`key`, 'misalignment_deg' in class steps or
+    'spread_misalignment_deg' in the factors' spreads, and 'r2', one per latent): the mean
+    over the latents with R^2 >= min_r2, None when none has."""
     try:
-        kept = [m for m, r2 in zip(row["misalignment_deg"], row["r2"]) if r2 >= min_r2]
+        kept = [m for m, r2 in zip(row[key], row["r2"]) if r2 >= min_r2]
     except (KeyError, TypeError) as error:
         raise codes_lib.MetricInputError(
-            f"{where}: expected rows with 'misalignment_deg' and 'r2', found {row!r:.120} "
+            f"{where}: expected rows with {key!r} and 'r2', found {row!r:.120} "
             f"({error})") from None
     return float(np.mean(kept)) if kept else None
 
@@ -193,6 +214,7 @@ def main(argv) -> None:
     for row in rows:
         print(f"{row['run']:48s} angles {' '.join(f'{a:5.1f}' for a in row['angle_deg'])}"
               f"  misalignment {' '.join(f'{m:4.1f}' for m in row['misalignment_deg'])}"
+              f" (in spreads {' '.join(f'{m:4.1f}' for m in row.get(SPREAD_KEY, []))})"
               f"  R2 {' '.join(f'{r:.2f}' for r in row['r2'])}")
     print(json.dumps({"written": str(pathlib.Path(argv[1]) / "alignment.json")}))
 

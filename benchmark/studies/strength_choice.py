@@ -186,7 +186,9 @@ def geometry_turns(settings: dict, strengths) -> dict:
     strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
     ellipse: the wave with its default periods and direction (perturbations.geometry.
     wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's strided
-    plane where it binds data.factor_strides; UserError for a pilot on other
+    plane where it binds data.factor_strides; UserError for a pilot on a window of a factor
+    (data.factor_ranges: its turn would have to be read in the factors' spreads, on both
+    the codes and the geometry, which this rule does not yet do), and for a pilot on other
     data or another sweep, whose geometry this does not compute."""
     from perturbations.geometry import rotation_rows, wave_rows
 
@@ -207,19 +209,25 @@ def geometry_turns(settings: dict, strengths) -> dict:
         raise UserError(f"--turn=geometry computes the geometry of the 'wave' and 'rotated' "
                         f"sweeps, found {sweep!r}")
     positive = [s for s in strengths if s > 0]
-    strides = _strides_of(bindings)
+    if any(b.startswith("data.factor_ranges=") for b in bindings):
+        raise UserError("--turn=geometry reads turns in class steps; on a window of a factor "
+                        "(data.factor_ranges) the factors' classes differ in spread, so the "
+                        "codes' and the geometry's turns would have to be read in spreads "
+                        "(alignment's spread_misalignment_deg, geometry's whitened axis): "
+                        "not implemented; use --turn=absolute or read alignment.json")
+    strides = _factor_dict_of(bindings, "factor_strides", "{'posY': 2}")
     rows = (wave_rows(positive, strides) if sweep == "wave"
             else rotation_rows([int(s) for s in positive], strides))
     return {float(r["variant"].partition("@")[2]): r["misalignment_deg"]
             for r in rows if r["variant"].startswith(f"{sweep}@")}
 
 
-def _strides_of(bindings: list[str]) -> dict | None:
-    """The pilot's data.factor_strides (bindings without spaces), None without one."""
+def _factor_dict_of(bindings: list[str], name: str, example: str) -> dict | None:
+    """The pilot's data.`name` (a dict literal; bindings without spaces), None without one."""
     from benchmark.data.subset import parse_factor_dict
 
-    found = [b.partition("=")[2] for b in bindings if b.startswith("data.factor_strides=")]
-    return parse_factor_dict(found[-1], "data.factor_strides", "{'posY': 2}") if found else None
+    found = [b.partition("=")[2] for b in bindings if b.startswith(f"data.{name}=")]
+    return parse_factor_dict(found[-1], f"data.{name}", example) if found else None
 
 
 def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,

@@ -727,10 +727,11 @@ def write_sample_grids(settings: StudySettings, directory: pathlib.Path) -> None
     """A preview sheet per dataset x variant and, beside each but the original's, how much
     the variant changes the images (X.change.json; benchmark/data/change.py), for the
     report, unless already there; on the reduced dataset when the study's bindings fix
-    factors or stride them (data.fixed_factors, data.factor_strides)."""
-    fixed, strides = (next((b.split("=", 1)[1].strip() for b in settings.bindings
-                            if b.split("=", 1)[0].strip() == f"data.{name}"), None)
-                      for name in ("fixed_factors", "factor_strides"))
+    factors, stride them or keep a range of them (data.fixed_factors, data.factor_strides,
+    data.factor_ranges)."""
+    reductions = {name: next((b.split("=", 1)[1].strip() for b in settings.bindings
+                              if b.split("=", 1)[0].strip() == f"data.{name}"), None)
+                  for name in ("fixed_factors", "factor_strides", "factor_ranges")}
     for dataset in settings.datasets:
         for variant in settings.variants:
             arm = ArmLabel.parse(variant)
@@ -746,10 +747,7 @@ def write_sample_grids(settings: StudySettings, directory: pathlib.Path) -> None
                 command.append(f"--artefact={os.path.abspath(artefact)}")
             if arm.strength:
                 command.append(f"--eps={arm.eps}")
-            if fixed:
-                command.append(f"--fixed_factors={fixed}")
-            if strides:
-                command.append(f"--factor_strides={strides}")
+            command += [f"--{name}={value}" for name, value in reductions.items() if value]
             code, stderr = run_one(command, os.getcwd())
             if code != 0:
                 logging.warning("sample grid %s failed: %s", path, stderr[-500:])

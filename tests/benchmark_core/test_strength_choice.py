@@ -220,3 +220,14 @@ def test_the_geometry_rule_reads_a_strided_pilots_own_geometry():
     with pytest.raises(UserError, match="data.factor_strides: expected a dict literal"):
         strength_choice.geometry_turns({**strided, "bindings": [
             *strided["bindings"][:1], "data.factor_strides = posY"]}, [5.0])
+
+
+def test_the_geometry_rule_refuses_a_windowed_pilot_it_cannot_read():
+    """A pilot on a window of posX (data.factor_ranges) has factors of unequal spread: its
+    turns would need spread units on both sides, so the rule says so instead of reading the
+    class-step geometry."""
+    windowed = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                             "data.factor_ranges = {'posX': (10, 21)}"],
+                "variants": ["original", "rotated@5"]}
+    with pytest.raises(UserError, match="data.factor_ranges"):
+        strength_choice.geometry_turns(windowed, [0.0, 5.0])

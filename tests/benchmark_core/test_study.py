@@ -340,8 +340,8 @@ def test_progress_bar_only_on_a_terminal():
 
 def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
         tmp_path, monkeypatch):
-    """write_sample_grids passes the study's data.fixed_factors and data.factor_strides to
-    the preview command, so
+    """write_sample_grids passes the study's data.fixed_factors, data.factor_strides and
+    data.factor_ranges to the preview command, so
     an arm's size (X.change.json) is measured on the images the study trains on; a sheet
     whose arm size is missing is written again."""
     commands = []
@@ -350,7 +350,7 @@ def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
     settings = dataclasses.replace(
         _settings(tmp_path / "s", variants=["original", "wave@0.3"]),
         bindings=(*TINY_RUN, "data.fixed_factors = {'shape': 1, 'scale': 5}",
-                  "data.factor_strides = {'posY': 2}"))
+                  "data.factor_strides = {'posY': 2}", "data.factor_ranges = {'posX': (10, 21)}"))
     (tmp_path / "samples").mkdir()
     (tmp_path / "samples" / "dsprites_original.png").write_bytes(b"")
     (tmp_path / "samples" / "dsprites_wave@0.3.png").write_bytes(b"")
@@ -358,6 +358,7 @@ def test_sample_sheets_and_arm_sizes_of_a_reduced_study_are_of_its_reduction(
     assert len(commands) == 1 and "--variant=wave" in commands[0]
     assert "--fixed_factors={'shape': 1, 'scale': 5}" in commands[0]
     assert "--factor_strides={'posY': 2}" in commands[0]
+    assert "--factor_ranges={'posX': (10, 21)}" in commands[0]
 
 
 def test_a_battery_study_keeps_each_runs_angles_as_it_finishes(tmp_path, monkeypatch):

@@ -185,6 +185,14 @@ def test_preview_of_a_reduced_dataset_measures_its_own_images(tmp_path):
                    "--factor_strides={'posY': 2}", f"--out={out}")
     assert strided.returncode == 0, strided.stderr
     assert json.loads(out.with_suffix(".change.json").read_text())["images"] == 512
+    windowed = _cli("preview", "--dataset=dsprites", "--variant=noisy", "--source=procedural",
+                    "--fixed_factors={'shape': 1, 'scale': 5, 'orientation': 0}",
+                    "--factor_ranges={'posX': (10, 21)}", f"--out={out}")
+    assert windowed.returncode == 0, windowed.stderr
+    assert json.loads(out.with_suffix(".change.json").read_text())["images"] == 352
+    refused = _cli("preview", "--dataset=dsprites", "--source=procedural",
+                   "--factor_ranges={'posX': (0, 99)}", f"--out={out}")
+    assert refused.returncode == 2 and "stop <= 32" in refused.stderr.strip().splitlines()[-1]
     for value, expected in (("posY", "--factor_strides: expected a dict literal"),
                             ("{'posY': 0}", "posY = 0; expected an integer in 1..15")):
         refused = _cli("preview", "--dataset=dsprites", "--source=procedural",

@@ -158,3 +158,74 @@ def test_an_exported_strided_plane_keeps_its_kept_classes_true_values(base):
     sizes, values, fixed = official_grid(FactorSubset(base, ELLIPSE, {"posY": 2}))
     assert sizes == (1, 1, 1, 32, 16) and fixed == ELLIPSE
     np.testing.assert_array_equal(np.unique(values[:, 4]), base.factor_values[4][::2])
+
+
+def test_a_range_keeps_a_window_of_classes_as_base_images(base):
+    """posX (10, 21): 11 classes, reduced class c is base class 10 + c; with a stride the
+    kept classes are range(start, stop, stride); describe() records the window."""
+    windowed = FactorSubset(base, ELLIPSE, ranges={"posX": (10, 21)})
+    assert windowed.factor_sizes == (11, 32) and windowed.num_images == 352
+    np.testing.assert_array_equal(windowed.factor_values[0], base.factor_values[3][10:21])
+    np.testing.assert_array_equal(windowed.full_factors([[0, 7], [10, 31]]),
+                                  [[1, 5, 0, 10, 7], [1, 5, 0, 20, 31]])
+    np.testing.assert_array_equal(windowed.images([windowed.index_of([[4, 9]])[0]]),
+                                  base.images(base.index_of([[1, 5, 0, 14, 9]])))
+    assert windowed.describe()["factor_ranges"] == {"posX": [10, 21]}
+    both = FactorSubset(base, ELLIPSE, {"posY": 3}, {"posY": (2, 30)})   # 2, 5, ..., 29
+    assert both.factor_sizes == (32, 10) and both.full_factors([[0, 9]])[0, 4] == 29
+
+
+@pytest.mark.parametrize("ranges, strides, message", [
+    ({"shape": (0, 2)}, None, r"'shape' is not a free factor of dsprites"),
+    ({"posX": (0, 33)}, None, r"posX = \(0, 33\); expected \(start, stop\) with 0 <= start, "
+                               r"stop <= 32 and at least 3 classes"),
+    ({"posX": (5, 7)}, None, "at least 3 classes"),
+    ({"posX": (7, 5)}, None, "at least 3 classes"),
+    ({"posX": 10}, None, "expected"),
+    ({"posX": (1.0, 9)}, None, "expected"),
+    ({"posX": (0, 5)}, {"posX": 3}, "factor_strides with factor_ranges: posX keeps 2"),
+    ([("posX", (0, 5))], None, "expected a mapping"),
+])
+def test_bad_factor_ranges_are_clear_errors(base, ranges, strides, message):
+    with pytest.raises(ValueError, match=message):
+        FactorSubset(base, ELLIPSE, strides, ranges)
+
+
+def test_factor_ranges_bind_on_load_data_reach_the_rotated_sprite_and_the_export(base):
+    """data.factor_ranges as a study binds it (a gin tuple); the 'rotated' variant renders
+    the turned sprite in the window; official_grid keeps the window's true values."""
+    from benchmark.data.export import official_grid
+
+    gin.clear_config()
+    try:
+        gin.parse_config(["data.source = 'procedural'",
+                          "data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
+                          "data.factor_ranges = {'posX': (10, 21)}",
+                          "data.variant = 'rotated'", "data.eps = 5"])
+        rotated = load_data()
+    finally:
+        gin.clear_config()
+    assert rotated.factor_sizes == (11, 32)
+    turned = base.images(base.index_of([[1, 5, 5, 13, 30]]))
+    np.testing.assert_array_equal(rotated.images([rotated.index_of([[3, 30]])[0]]), turned)
+    sizes, values, fixed = official_grid(FactorSubset(base, ELLIPSE, ranges={"posX": (10, 21)}))
+    assert sizes == (1, 1, 1, 11, 32) and fixed == ELLIPSE
+    np.testing.assert_array_equal(np.unique(values[:, 3]), base.factor_values[3][10:21])
+
+
+def test_a_range_makes_the_plane_anisotropic_in_spread_units_where_a_stride_does_not(base):
+    """Known answers of the ellipse: per class step a stride raises the anisotropy (0.300
+    to 0.689 at posY stride 3) and a window of posX barely moves it; in units of the
+    factors' spreads (what a code's free latent scales see) the stride leaves it low
+    (0.222) and the window raises it (0.873)."""
+    from perturbations.geometry import geometry_row
+
+    plain = geometry_row(FactorSubset(base, ELLIPSE))
+    strided = geometry_row(FactorSubset(base, ELLIPSE, {"posY": 3}))
+    windowed = geometry_row(FactorSubset(base, ELLIPSE, ranges={"posX": (10, 21)}))
+    assert plain["whitened_anisotropy"] == pytest.approx(plain["anisotropy"], abs=1e-9)
+    assert strided["anisotropy"] == pytest.approx(0.689, abs=0.005)
+    assert strided["whitened_anisotropy"] == pytest.approx(0.222, abs=0.005)
+    assert windowed["anisotropy"] == pytest.approx(0.267, abs=0.005)
+    assert windowed["whitened_anisotropy"] == pytest.approx(0.873, abs=0.005)
+    assert windowed["whitened_axis_deg"] == pytest.approx(90.0, abs=0.5)

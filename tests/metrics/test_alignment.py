@@ -29,6 +29,27 @@ def test_angles_of_a_rotated_code(theta):
     np.testing.assert_allclose(out["r2"], [1.0, 1.0], atol=1e-9)
 
 
+def test_spread_angles_read_a_code_in_the_factors_spreads():
+    """A latent mixing posX (11 classes) and posY (32) equally in units of their spreads
+    reads about 19 deg off the posY axis in class steps and 45 deg in spreads; on a square
+    grid the two agree."""
+    rng = np.random.default_rng(0)
+    factors = np.stack([rng.integers(0, 11, 4000), rng.integers(0, 32, 4000)], 1)
+    spread = factors.std(axis=0)
+    z = np.stack([factors[:, 0] / spread[0] + factors[:, 1] / spread[1],
+                  factors[:, 0] / spread[0] - factors[:, 1] / spread[1]], 1)
+    out = alignment.linear_angles(factors, z)
+    np.testing.assert_allclose(out["spread_misalignment_deg"], [45.0, 45.0], atol=1e-6)
+    np.testing.assert_allclose(out["misalignment_deg"], [19.0, 19.0], atol=0.3)
+    row = {"misalignment_deg": out["misalignment_deg"], "r2": out["r2"],
+           alignment.SPREAD_KEY: out["spread_misalignment_deg"]}
+    assert alignment.row_misalignment(row, key=alignment.SPREAD_KEY) == pytest.approx(45.0)
+    square, code = _rotated(30.0)
+    same = alignment.linear_angles(square, code)
+    np.testing.assert_allclose(same["spread_misalignment_deg"], same["misalignment_deg"],
+                               atol=1.0)   # sample stds of a 32 x 32 draw
+
+
 def test_noise_lowers_r2_and_bad_input_is_one_error():
     factors, z = _rotated(20.0, noise=1.0)
     assert max(alignment.linear_angles(factors, z)["r2"]) < 0.8

@@ -100,3 +100,17 @@ def test_the_command_checks_the_rotated_sprite_on_a_strided_plane():
     refused = python_m("perturbations.geometry", "--rotations=5", "--factor_strides=posY")
     assert refused.returncode == 2
     assert "--factor_strides: expected a dict literal" in refused.stderr.strip().splitlines()[-1]
+
+
+def test_the_command_checks_the_rotated_sprite_on_a_window_of_posx():
+    """--factor_ranges: posX classes 10-20 keep the per-class anisotropy near the plain
+    plane's (0.267) while in the factors' spreads it is 0.873."""
+    found = python_m("perturbations.geometry", "--rotations=5",
+                     "--factor_ranges={'posX': (10, 21)}")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert ("| rotated (ellipse, posX 10-20) | original | 0.000 | 0.267 | 90.0 | 0.0 | "
+            "0.873 (90) |") in found.stdout
+    refused = python_m("perturbations.geometry", "--rotations=5",
+                       "--factor_ranges={'posX': (10, 11)}")
+    assert refused.returncode == 2
+    assert "at least 3 classes" in refused.stderr.strip().splitlines()[-1]
