@@ -54,13 +54,18 @@ def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
     residual = ((centred - plane @ gradients) ** 2).sum(axis=0)
     total = (centred ** 2).sum(axis=0)
     r2 = np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0), 0.0)
-    spread = plane.std(axis=0)
-    # z = g . f = (g * spread) . (f / spread): the gradient in spread units
-    spread_angles = np.degrees(np.arctan2(gradients[1] * spread[1],
-                                          gradients[0] * spread[0])) % 180.0
+    spread_angles = angles_in_spreads(angles, plane.std(axis=0))
     return {"angle_deg": angles.tolist(), "misalignment_deg": _to_axis(angles).tolist(),
             "r2": r2.tolist(), "spread_angle_deg": spread_angles.tolist(),
             "spread_misalignment_deg": _to_axis(spread_angles).tolist()}
+
+
+def angles_in_spreads(angle_deg, spreads) -> np.ndarray:
+    """Angles (degrees, [0, 180)) of latents' gradients in class steps, read in units of the
+    factors' spreads (two stds): z = g . f = (g * spread) . (f / spread)."""
+    angle = np.radians(np.asarray(angle_deg, np.float64))
+    return np.degrees(np.arctan2(np.sin(angle) * spreads[1],
+                                 np.cos(angle) * spreads[0])) % 180.0
 
 
 def _to_axis(angles: np.ndarray) -> np.ndarray:

@@ -1,0 +1,236 @@
+"""python -m benchmark.aligned_baseline STUDY_DIR [--model=beta_vae] [--floor=ae]
+[--units=classes|spread] [--plane=0,1]
+
+The aligned-baseline rule of the known-answer battery's pilots (registered in
+gin_configs/studies/battery_pilot_lr_cpu.gin and read unchanged by the later original-only
+pilots): before a manipulation can take a code's alignment away, the reference model's
+code on the original data must be aligned on nearly every seed. Per run of `model` on the
+original arm, from its evaluation codes (or its row of the study's alignment.json when the
+codes are gone; benchmark/metrics/alignment.py):
+
+    misalignment   mean over the latents whose linear fit on the plane has R^2 >= MIN_R2
+                   of the latent's distance to the nearest factor axis (degrees, 0-45), in
+                   class steps or in units of the factors' spreads (`--units`; the same on
+                   a square grid, see alignment's docstring)
+    better         the smallest such distance (the better latent's)
+    both_kept      both of the two best-fitting latents have R^2 >= MIN_R2 and their
+                   angles lie at least BOTH_APART_DEG apart (one latent per factor, not two
+                   of one factor)
+
+and the rule over the runs:
+
+    (a) mean misalignment <= MEAN_LIMIT_DEG (its 95 % t interval beside it)
+    (b) at least RUNS_SHARE of the runs within RUN_LIMIT_DEG
+    (c) G1: MIG above the floor model's on the same arm (one-sided Welch, alpha ALPHA; its
+        90 % Welch t interval beside it, as the report's)
+    (d) with --both_factors (registered by the windowed pilot): at least RUNS_SHARE of the
+        runs both_kept
+
+Written to STUDY_DIR/aligned_baseline.json (atomically) and printed as a table. The floor
+model's own misalignment (a code with no preferred rotation; a uniform angle gives 22.5 deg)
+and the model's against it (one-sided Welch, 'less') are reported beside the rule, not in it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from benchmark.core.errors import UserError, cli_main
+from benchmark.metrics import alignment
+from benchmark.metrics import codes as codes_lib
+from benchmark.statistics import stats
+from benchmark.studies import report_data
+
+#: (a), (b), (d) of the rule (studies/battery_pilot_lr_cpu.gin)
+MEAN_LIMIT_DEG = 10.0
+RUN_LIMIT_DEG = 12.0
+RUNS_SHARE = 0.8
+#: (d): two latents this far apart in angle follow different factors
+BOTH_APART_DEG = 45.0
+ALPHA = 0.05
+FILE_NAME = "aligned_baseline.json"
+#: the angle units `--units` knows: alignment row keys
+UNIT_KEYS = {"classes": ("angle_deg", "misalignment_deg"),
+             "spread": ("spread_angle_deg", alignment.SPREAD_KEY)}
+
+
+def axis_distance(a_deg: float, b_deg: float) -> float:
+    """The angle in [0, 90] between two axes given as angles in degrees (axes have no sign)."""
+    moved = abs(a_deg - b_deg) % 180.0
+    return min(moved, 180.0 - moved)
+
+
+def run_measures(row: dict, units: str = "classes", min_r2: float = alignment.MIN_R2) -> dict:
+    """{'misalignment', 'better' (degrees or None when no latent reaches min_r2),
+    'both_kept'} of one run's per-latent fit (`alignment.linear_angles`, or a row of
+    alignment.json), read in `units`; MetricInputError for a row without them."""
+    angle_key, key = UNIT_KEYS[units]
+    try:
+        angles, distances, r2 = row[angle_key], row[key], row["r2"]
+    except (KeyError, TypeError) as error:
+        raise codes_lib.MetricInputError(
+            f"expected a row with {angle_key!r}, {key!r} and 'r2' (python -m "
+            f"benchmark.metrics.alignment; rows written before the spread units have only "
+            f"class steps), found {row!r:.120} ({error})") from None
+    kept = [d for d, q in zip(distances, r2) if q >= min_r2]
+    best = np.argsort(r2)[::-1][:2]
+    both = (len(best) == 2 and all(r2[i] >= min_r2 for i in best)
+            and axis_distance(angles[best[0]], angles[best[1]]) >= BOTH_APART_DEG)
+    return {"misalignment": float(np.mean(kept)) if kept else None,
+            "better": float(min(kept)) if kept else None, "both_kept": bool(both)}
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The two-sided t interval of the mean of values (n >= 2), None below 2 values."""
+    values = np.asarray(values, np.float64)
+    if len(values) < 2:
+        return None
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, len(values) - 1)
+                 * values.std(ddof=1) / math.sqrt(len(values)))
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def study_runs(study_dir, model: str, plane=(0, 1), units: str = "classes",
+               need_angles: bool = True) -> list[dict]:
+    """[{'run', 'seed', 'MIG', 'codes' (read from eval_codes.npz, else the saved row; None
+    with neither), **run_measures}] of `model`'s runs on the study's original arm, by seed.
+    A run with neither codes nor a saved row is a UserError when need_angles, else its
+    angles are None (the floor's, which the rule does not read)."""
+    study_dir = pathlib.Path(study_dir)
+    saved = alignment.saved_rows(study_dir, plane)
+    out = []
+    for record in report_data.load_runs(study_dir):
+        if record["model"] != model or record["variant"] != "original":
+            continue
+        run_dir = pathlib.Path(record["run_dir"])
+        path = run_dir / "eval_codes.npz"
+        if path.is_file():
+            arrays = codes_lib.read_npz(path, ("factors", "codes"))
+            row, codes = alignment.linear_angles(arrays["factors"], arrays["codes"], plane), True
+        elif run_dir.name in saved:
+            row, codes = saved[run_dir.name], False
+        elif not need_angles:
+            out.append({"run": run_dir.name, "seed": record["seed"],
+                        "MIG": record["values"].get("MIG"), "codes": None,
+                        "misalignment": None, "better": None, "both_kept": False})
+            continue
+        else:
+            raise UserError(f"{path}: expected the run's evaluation codes, or its row in "
+                            f"{study_dir / 'alignment.json'} (python -m "
+                            "benchmark.metrics.alignment STUDY_DIR), found neither")
+        try:
+            measures = run_measures(row, units)
+        except codes_lib.MetricInputError as error:
+            raise UserError(f"{run_dir.name}: {error}") from None
+        out.append({"run": run_dir.name, "seed": record["seed"],
+                    "MIG": record["values"].get("MIG"), "codes": codes, **measures})
+    return sorted(out, key=lambda r: r["seed"])
+
+
+def decide(runs: list[dict], floor: list[dict], both_factors: bool = False) -> dict:
+    """The rule (module docstring) on `study_runs` of the model and of its floor model:
+    {'criteria': {name: {'found', 'holds'}}, 'holds' (every criterion), the model's and the
+    floor's summaries}; UserError below 2 runs of either."""
+    if len(runs) < 2 or len(floor) < 2:
+        raise UserError(f"the rule needs at least 2 runs of the model and of its floor on the "
+                        f"original arm, found {len(runs)} and {len(floor)}")
+    angles = [r["misalignment"] for r in runs if r["misalignment"] is not None]
+    within = sum(1 for a in angles if a <= RUN_LIMIT_DEG)
+    needed = math.ceil(RUNS_SHARE * len(runs))
+    mean = float(np.mean(angles)) if angles else None
+    mig = [r["MIG"] for r in runs]
+    floor_mig = [r["MIG"] for r in floor]
+    gate = stats.welch(mig, floor_mig, alternative="greater")
+    criteria = {
+        "a_mean": {"found": mean, "interval": mean_interval(angles),
+                   "limit": MEAN_LIMIT_DEG,
+                   "holds": mean is not None and mean <= MEAN_LIMIT_DEG},
+        "b_runs_within": {"found": within, "of": len(runs), "needed": needed,
+                          "limit": RUN_LIMIT_DEG, "holds": within >= needed},
+        "c_gate": {"found": gate["diff"],          # the (1 - 2 alpha) interval, as the report's
+                   "interval": stats.welch_ci(mig, floor_mig, 1 - 2 * ALPHA),
+                   "p": gate["p"], "model_mig": float(np.mean(mig)),
+                   "floor_mig": float(np.mean(floor_mig)), "holds": gate["p"] < ALPHA},
+    }
+    if both_factors:
+        kept = sum(r["both_kept"] for r in runs)
+        criteria["d_both_factors"] = {"found": kept, "of": len(runs), "needed": needed,
+                                      "holds": kept >= needed}
+    floor_angles = [r["misalignment"] for r in floor if r["misalignment"] is not None]
+    below = (stats.welch(angles, floor_angles, alternative="less")
+             if len(angles) >= 2 and len(floor_angles) >= 2 else None)
+    return {"criteria": criteria, "holds": all(c["holds"] for c in criteria.values()),
+            "better_within": sum(1 for r in runs if r["better"] is not None
+                                 and r["better"] <= RUN_LIMIT_DEG),
+            "floor_misalignment": float(np.mean(floor_angles)) if floor_angles else None,
+            "below_floor_p": None if below is None else below["p"],
+            "runs": runs, "floor_runs": floor}
+
+
+def _deg(value) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def table_lines(decision: dict) -> list[str]:
+    """The decision as a markdown table, the per-run angles and one verdict line."""
+    c = decision["criteria"]
+    a, b, g = c["a_mean"], c["b_runs_within"], c["c_gate"]
+    low_high = (f" [{a['interval'][0]:.1f}, {a['interval'][1]:.1f}]"
+                if a["interval"] else "")
+    below = "—" if decision["below_floor_p"] is None else f"{decision['below_floor_p']:.3g}"
+    lines = ["| criterion | found | holds |", "|---|---|---|",
+             f"| (a) mean misalignment ≤ {a['limit']:g}° | {_deg(a['found'])}°{low_high} "
+             f"| {'yes' if a['holds'] else 'no'} |",
+             f"| (b) ≥ {b['needed']} of {b['of']} runs within {b['limit']:g}° | {b['found']} "
+             f"of {b['of']} | {'yes' if b['holds'] else 'no'} |",
+             f"| (c) G1: MIG above the floor | {g['model_mig']:.3f} against "
+             f"{g['floor_mig']:.3f}, {g['found']:+.3f} [{g['interval'][0]:.3f}, "
+             f"{g['interval'][1]:.3f}], p {g['p']:.3g} | {'yes' if g['holds'] else 'no'} |"]
+    if "d_both_factors" in c:
+        d = c["d_both_factors"]
+        lines.append(f"| (d) ≥ {d['needed']} of {d['of']} runs keep both factors | "
+                     f"{d['found']} of {d['of']} | {'yes' if d['holds'] else 'no'} |")
+    lines += ["", "Per run (seed: misalignment, better latent, both factors kept, MIG): " +
+              "; ".join(f"{r['seed']}: {_deg(r['misalignment'])}, {_deg(r['better'])}, "
+                        f"{'yes' if r['both_kept'] else 'no'}, {r['MIG']:.3f}"
+                        for r in decision["runs"]),
+              f"Floor's misalignment {_deg(decision['floor_misalignment'])}° (the model's "
+              f"below it: one-sided Welch p {below}); better latent within {RUN_LIMIT_DEG:g}° in {decision['better_within']} of "
+              f"{len(decision['runs'])} runs.",
+              "The rule " + ("holds." if decision["holds"] else "fails.")]
+    return lines
+
+
+def define_flags() -> None:
+    from absl import flags
+    flags.DEFINE_string("model", "beta_vae", "The reference model whose alignment is read.")
+    flags.DEFINE_string("floor", "ae", "The floor model of the gate (c).")
+    flags.DEFINE_enum("units", "classes", list(UNIT_KEYS), "The angles' units: class steps "
+                      "(pilots on a square plane) or the factors' spreads (a plane whose "
+                      "factors have unequal class counts).")
+    flags.DEFINE_list("plane", ["0", "1"], "The two factor columns of the plane.")
+    flags.DEFINE_bool("both_factors", False, "Add criterion (d): the code keeps both factors.")
+
+
+@cli_main
+def main(argv) -> None:
+    from absl import app, flags
+
+    from benchmark.core.atomic import write_json
+
+    if len(argv) != 2:
+        raise app.UsageError("usage: python -m benchmark.aligned_baseline STUDY_DIR")
+    F = flags.FLAGS
+    plane = [int(c) for c in F.plane]
+    runs = study_runs(argv[1], F.model, plane, F.units)
+    floor = study_runs(argv[1], F.floor, plane, F.units, need_angles=False)
+    decision = decide(runs, floor, F.both_factors)
+    decision.update(model=F.model, floor=F.floor, units=F.units, plane=plane,
+                    min_r2=alignment.MIN_R2)
+    print("\n".join(table_lines(decision)))
+    print(write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(decision))))
