@@ -1,5 +1,5 @@
 """python -m benchmark.aligned_baseline STUDY_DIR [--model=beta_vae] [--floor=ae]
-[--units=classes|spread] [--plane=0,1]
+[--units=classes|spread] [--plane=0,1] [--both_factors] [--out=FILE]
 
 The aligned-baseline rule of the known-answer battery's pilots (registered in
 gin_configs/studies/battery_pilot_lr_cpu.gin and read unchanged by the later original-only
@@ -26,7 +26,8 @@ and the rule over the runs:
     (d) with --both_factors (registered by the windowed pilot): at least RUNS_SHARE of the
         runs both_kept
 
-Written to STUDY_DIR/aligned_baseline.json (atomically) and printed as a table. The floor
+Written to --out (default STUDY_DIR/aligned_baseline.json; atomically) and printed as a
+table. The floor
 model's own misalignment (a code with no preferred rotation; a uniform angle gives 22.5 deg)
 and the model's against it (one-sided Welch, 'less') are reported beside the rule, not in it.
 """
@@ -215,6 +216,8 @@ def define_flags() -> None:
                       "factors have unequal class counts).")
     flags.DEFINE_list("plane", ["0", "1"], "The two factor columns of the plane.")
     flags.DEFINE_bool("both_factors", False, "Add criterion (d): the code keeps both factors.")
+    flags.DEFINE_string("out", None, f"Where to write the decision (default: STUDY_DIR/"
+                        f"{FILE_NAME}).")
 
 
 @cli_main
@@ -233,4 +236,5 @@ def main(argv) -> None:
     decision.update(model=F.model, floor=F.floor, units=F.units, plane=plane,
                     min_r2=alignment.MIN_R2)
     print("\n".join(table_lines(decision)))
-    print(write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(decision))))
+    out = F.out or pathlib.Path(argv[1]) / FILE_NAME
+    print(write_json(out, json.loads(json.dumps(decision))))

@@ -111,7 +111,8 @@ def write_report(results_dir, out=None) -> pathlib.Path:
              scale_line(table, groups, excluded), "",
              f"{len(records)} finished runs; {sum(excluded.values())} excluded as over-pruned "
              "(fewer dims with E[σ²] < 0.8 than factors, paper 002 sec. 5.3"
-             + (f"; {unknown_health} of unknown health, codes scored from files"
+             + (f"; {unknown_health} of unknown health, codes without posterior variances: a "
+                "deterministic encoder's, or codes scored from files"
                 if unknown_health else "") + "). Cells are "
              "mean ± std over seeds (number of seeds; no std for one seed). "
              + label_note(records), ""]

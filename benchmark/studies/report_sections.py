@@ -181,10 +181,12 @@ def overpruning_rows(groups: dict, excluded: dict) -> list[dict]:
 
 def overpruning_lines(rows: list[dict], unknown_health: int = 0) -> list[str]:
     """Markdown section of `overpruning_rows` (one sentence when no run is over-pruned).
-    unknown_health: runs whose health was not measured (codes scored from files carry no
-    posterior variances); they are named, never counted as "not over-pruned"."""
-    unknown = ([f"Over-pruning is unknown for {unknown_health} run(s): codes scored from "
-                "files carry no posterior variances, so they are kept in every table."]
+    unknown_health: runs whose health was not measured (a deterministic encoder's codes and
+    codes scored from files carry no posterior variances); they are named, never counted as
+    "not over-pruned"."""
+    unknown = ([f"Over-pruning is unknown for {unknown_health} run(s): their codes carry no "
+                "posterior variances (a deterministic encoder, such as the AE, or codes scored "
+                "from files), so they are kept in every table."]
                if unknown_health else [])
     if not any(r["overpruned"] for r in rows):
         known = "No run whose health was measured" if unknown_health else "No run"

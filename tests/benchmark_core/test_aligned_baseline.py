@@ -108,8 +108,10 @@ def test_the_command_reads_a_windowed_pilot_in_spreads(tmp_path):
     assert written["criteria"]["a_mean"]["found"] == pytest.approx(3.0, abs=1e-6)
     assert written["floor_misalignment"] == pytest.approx(35.0, abs=1e-6)
     turned = _study(tmp_path / "turned", [30, 28, 32, 29, 31])
-    failed = python_m("benchmark.aligned_baseline", str(turned), "--units=spread")
+    failed = python_m("benchmark.aligned_baseline", str(turned), "--units=spread",
+                      f"--out={tmp_path / 'turned.json'}")
     assert failed.returncode == 0 and "The rule fails." in failed.stdout
+    assert json.loads((tmp_path / "turned.json").read_text())["holds"] is False
     refused = python_m("benchmark.aligned_baseline", str(tmp_path / "none"))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
         "error: ")
