@@ -70,24 +70,33 @@ def check_fixed_factors(base: GroundTruthData, fixed: Mapping[str, int]) -> dict
     return checked
 
 
+def _free_factor_items(base: GroundTruthData, given, fixed: Mapping[str, int], binding: str,
+                       form: str):
+    """(name, value, size) for each item of `given`, a {free factor name: value} mapping of
+    the binding `binding` (values of the form `form`); ConfigError for anything else."""
+    if not isinstance(given, Mapping):
+        raise ConfigError(f"{binding}: expected a mapping {{factor name: {form}}}, "
+                          f"found {given!r}")
+    names = list(base.factor_names)
+    for name, value in given.items():
+        if name not in names or name in fixed:
+            raise ConfigError(f"{binding}: {name!r} is not a free factor of {base.name}; "
+                              f"expected one of {', '.join(n for n in names if n not in fixed)}")
+        yield name, value, int(base.factor_sizes[names.index(name)])
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def check_factor_strides(base: GroundTruthData, strides: Mapping[str, int] | None,
                          fixed: Mapping[str, int]) -> dict[str, int]:
     """`strides` as {free factor name: stride >= 1}, validated against `base` and the fixed
     factors; ConfigError naming the factor and what was expected."""
-    if not strides:
-        return {}
-    if not isinstance(strides, Mapping):
-        raise ConfigError(f"factor_strides: expected a mapping {{factor name: stride}}, "
-                          f"found {strides!r}")
-    names = list(base.factor_names)
     checked = {}
-    for name, stride in strides.items():
-        if name not in names or name in fixed:
-            raise ConfigError(f"factor_strides: {name!r} is not a free factor of {base.name}; "
-                              f"expected one of {', '.join(n for n in names if n not in fixed)}")
-        size = int(base.factor_sizes[names.index(name)])
-        if (isinstance(stride, bool) or not isinstance(stride, (int, np.integer))
-                or not 1 <= stride <= (size - 1) // 2):
+    for name, stride, size in _free_factor_items(base, strides or {}, fixed, "factor_strides",
+                                                 "stride"):
+        if not _is_whole(stride) or not 1 <= stride <= (size - 1) // 2:
             raise ConfigError(f"factor_strides: {name} = {stride!r}; expected an integer in "
                               f"1..{(size - 1) // 2} (keeping at least 3 of its {size} classes)")
         checked[name] = int(stride)
@@ -99,22 +108,12 @@ def check_factor_ranges(base: GroundTruthData, ranges: Mapping[str, Sequence[int
     """`ranges` as {free factor name: (start, stop)} (base classes start..stop - 1, as
     Python's range), validated against `base` and the fixed factors; ConfigError naming the
     factor and what was expected."""
-    if not ranges:
-        return {}
-    if not isinstance(ranges, Mapping):
-        raise ConfigError(f"factor_ranges: expected a mapping {{factor name: (start, stop)}}, "
-                          f"found {ranges!r}")
-    names = list(base.factor_names)
     checked = {}
-    for name, bounds in ranges.items():
-        if name not in names or name in fixed:
-            raise ConfigError(f"factor_ranges: {name!r} is not a free factor of {base.name}; "
-                              f"expected one of {', '.join(n for n in names if n not in fixed)}")
-        size = int(base.factor_sizes[names.index(name)])
-        whole = (isinstance(bounds, (tuple, list)) and len(bounds) == 2
-                 and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
-                         for b in bounds))
-        if not whole or not 0 <= bounds[0] < bounds[1] <= size or bounds[1] - bounds[0] < 3:
+    for name, bounds, size in _free_factor_items(base, ranges or {}, fixed, "factor_ranges",
+                                                 "(start, stop)"):
+        pair = (isinstance(bounds, (tuple, list)) and len(bounds) == 2
+                and all(_is_whole(b) for b in bounds))
+        if not pair or not 0 <= bounds[0] < bounds[1] <= size or bounds[1] - bounds[0] < 3:
             raise ConfigError(f"factor_ranges: {name} = {bounds!r}; expected (start, stop) "
                               f"with 0 <= start, stop <= {size} and at least 3 classes "
                               f"(classes start..stop - 1 of its {size})")
