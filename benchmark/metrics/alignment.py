@@ -19,6 +19,11 @@ row also holds `spread_angle_deg` and `spread_misalignment_deg`: the same fit wi
 factor divided by its std over the sample (the units a latent of unit prior variance takes
 a factor in; equal to the class angles on a square grid).
 
+A latent that is not linear in the plane (R^2 < MIN_R2) has no angle, but it still follows
+something: `class_share` is, per latent, the share of its variance that each factor's class
+means explain (between-class over total variance, in [0, 1]; a latent of one factor, linear
+or not, has share 1 for it and 0 for the other on a full grid).
+
 `python -m benchmark.metrics.alignment STUDY_DIR` reads every run's eval_codes.npz
 (written by benchmark.run) and writes STUDY_DIR/alignment.json (one row per run). The
 codes are not in the repository (.gitignore), so a later call, in a clone that lacks some,
@@ -68,6 +73,23 @@ def angles_in_spreads(angle_deg, spreads) -> np.ndarray:
                                  np.cos(angle) * spreads[0])) % 180.0
 
 
+def class_shares(factors, codes, columns: Sequence[int] = (0, 1)) -> list[list[float]]:
+    """Per latent of codes (n, d), [share of factor a, share of factor b] (module docstring)
+    for the factor columns `columns` of factors (n, k); a constant latent gets [0, 0]."""
+    factors, codes = codes_lib.check_codes(factors, codes, 3, "alignment")
+    centred = codes - codes.mean(axis=0)
+    total = (centred ** 2).mean(axis=0)
+    shares = []
+    for col in columns:
+        _, group = np.unique(factors[:, col], return_inverse=True)
+        counts = np.bincount(group).astype(np.float64)
+        means = np.stack([np.bincount(group, weights=centred[:, j]) / counts
+                          for j in range(codes.shape[1])], axis=1)          # (classes, d)
+        between = (counts[:, None] * means ** 2).sum(axis=0) / len(codes)
+        shares.append(np.where(total > 0, between / np.where(total > 0, total, 1.0), 0.0))
+    return np.stack(shares, axis=1).tolist()
+
+
 def _to_axis(angles: np.ndarray) -> np.ndarray:
     """Distance in [0, 45] of angles (degrees) to the nearest axis."""
     return np.abs(((angles + 45.0) % 90.0) - 45.0)
@@ -112,7 +134,8 @@ def study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> list[dict]:
     rows = []
     for path in sorted(pathlib.Path(study_dir).glob("runs/*/eval_codes.npz")):
         factors, codes = _read_codes(path)
-        rows.append({"run": path.parent.name, **linear_angles(factors, codes, columns)})
+        rows.append({"run": path.parent.name, **linear_angles(factors, codes, columns),
+                     "class_share": class_shares(factors, codes, columns)})
     return rows
 
 
@@ -198,6 +221,10 @@ def update_study_alignment(study_dir, columns: Sequence[int] = (0, 1)) -> tuple[
     return rows, len(rows) - len(fresh)
 
 
+def _shares_text(shares) -> str:
+    return " ".join("/".join(f"{v:.2f}" for v in latent) for latent in shares)
+
+
 def define_flags() -> None:
     from absl import flags
     flags.DEFINE_list("columns", ["0", "1"], "The two factor columns of the plane.")
@@ -220,7 +247,8 @@ def main(argv) -> None:
         print(f"{row['run']:48s} angles {' '.join(f'{a:5.1f}' for a in row['angle_deg'])}"
               f"  misalignment {' '.join(f'{m:4.1f}' for m in row['misalignment_deg'])}"
               f" (in spreads {' '.join(f'{m:4.1f}' for m in row.get(SPREAD_KEY, []))})"
-              f"  R2 {' '.join(f'{r:.2f}' for r in row['r2'])}")
+              f"  R2 {' '.join(f'{r:.2f}' for r in row['r2'])}"
+              f"  class shares {_shares_text(row.get('class_share', []))}")
     print(json.dumps({"written": str(pathlib.Path(argv[1]) / "alignment.json")}))
 
 

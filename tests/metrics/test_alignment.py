@@ -50,6 +50,18 @@ def test_spread_angles_read_a_code_in_the_factors_spreads():
                                atol=1.0)   # sample stds of a 32 x 32 draw
 
 
+def test_class_shares_say_which_factor_a_nonlinear_latent_follows():
+    """A latent that is a non-monotone function of posY alone (no linear fit) has share 1
+    for posY and 0 for posX on a full grid; a linear mix of both shares them."""
+    x, y = np.meshgrid(np.arange(11), np.arange(32), indexing="ij")
+    factors = np.column_stack([x.ravel(), y.ravel()])
+    z = np.column_stack([np.cos(factors[:, 1] / 5.0), factors[:, 0] + factors[:, 1]])
+    shares = np.array(alignment.class_shares(factors, z))
+    np.testing.assert_allclose(shares[0], [0.0, 1.0], atol=1e-9)
+    assert shares[1].sum() == pytest.approx(1.0) and 0 < shares[1, 0] < shares[1, 1]
+    assert alignment.linear_angles(factors, z)["r2"][0] < 0.5
+
+
 def test_noise_lowers_r2_and_bad_input_is_one_error():
     factors, z = _rotated(20.0, noise=1.0)
     assert max(alignment.linear_angles(factors, z)["r2"]) < 0.8
