@@ -56,9 +56,10 @@ def official_grid(data: GroundTruthData) -> tuple[tuple, np.ndarray, dict]:
     """(sizes, values, fixed) of the file's factor columns, every factor of the whole
     dataset in its official order: for a whole dataset its sizes and the values of its
     grid; for a reduced one (a FactorSubset: the ellipse's posX x posY) size 1 for each
-    fixed factor (its class in this file is 0), its kept classes for a strided or ranged one, and the
-    true values of its rows, so the columns keep their official names and meaning and a
-    loader that indexes the images by the sizes' strides finds each row. fixed: {factor name: official class}."""
+    fixed factor (its class in this file is 0), its kept classes for a strided or ranged one,
+    and the true values of its rows, so the columns keep their official names and meaning
+    and a loader that indexes the images by the sizes' strides finds each row. fixed:
+    {factor name: official class}."""
     subset = subset_of(data)
     if subset is None:
         return tuple(data.factor_sizes), data.values_of(files.grid_classes(data.factor_sizes)), {}

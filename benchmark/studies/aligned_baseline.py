@@ -201,7 +201,8 @@ def table_lines(decision: dict) -> list[str]:
                         f"{'yes' if r['both_kept'] else 'no'}, {r['MIG']:.3f}"
                         for r in decision["runs"]),
               f"Floor's misalignment {_deg(decision['floor_misalignment'])}° (the model's "
-              f"below it: one-sided Welch p {below}); better latent within {RUN_LIMIT_DEG:g}° in {decision['better_within']} of "
+              f"below it: one-sided Welch p {below}); better latent within "
+              f"{RUN_LIMIT_DEG:g}° in {decision['better_within']} of "
               f"{len(decision['runs'])} runs.",
               "The rule " + ("holds." if decision["holds"] else "fails.")]
     return lines
