@@ -46,6 +46,7 @@ from benchmark.metrics import alignment
 from benchmark.metrics import codes as codes_lib
 from benchmark.statistics import stats
 from benchmark.studies import report_data
+from perturbations.geometry import turn_deg   # the angle between two axes, in [0, 90]
 
 #: (a), (b), (d) of the rule (studies/battery_pilot_lr_cpu.gin)
 MEAN_LIMIT_DEG = 10.0
@@ -58,12 +59,6 @@ FILE_NAME = "aligned_baseline.json"
 #: the angle units `--units` knows: alignment row keys
 UNIT_KEYS = {"classes": ("angle_deg", "misalignment_deg"),
              "spread": ("spread_angle_deg", alignment.SPREAD_KEY)}
-
-
-def axis_distance(a_deg: float, b_deg: float) -> float:
-    """The angle in [0, 90] between two axes given as angles in degrees (axes have no sign)."""
-    moved = abs(a_deg - b_deg) % 180.0
-    return min(moved, 180.0 - moved)
 
 
 def run_measures(row: dict, units: str = "classes", min_r2: float = alignment.MIN_R2) -> dict:
@@ -81,7 +76,7 @@ def run_measures(row: dict, units: str = "classes", min_r2: float = alignment.MI
     kept = [d for d, q in zip(distances, r2) if q >= min_r2]
     best = np.argsort(r2)[::-1][:2]
     both = (len(best) == 2 and all(r2[i] >= min_r2 for i in best)
-            and axis_distance(angles[best[0]], angles[best[1]]) >= BOTH_APART_DEG)
+            and turn_deg(angles[best[0]], angles[best[1]]) >= BOTH_APART_DEG)
     return {"misalignment": float(np.mean(kept)) if kept else None,
             "better": float(min(kept)) if kept else None, "both_kept": bool(both)}
 
