@@ -97,6 +97,9 @@ def _to_axis(angles: np.ndarray) -> np.ndarray:
 
 #: a row's misalignments in units of the factors' spreads (module docstring)
 SPREAD_KEY = "spread_misalignment_deg"
+#: the angle units a reading can be in: {units: (row key of the angles, of the misalignments)}
+UNIT_KEYS = {"classes": ("angle_deg", "misalignment_deg"),
+             "spread": ("spread_angle_deg", SPREAD_KEY)}
 #: a latent's angle counts towards a code's misalignment only when its linear fit on the
 #: two factors explains this much of its variance (an inactive latent's angle is noise)
 MIN_R2 = 0.5
@@ -173,7 +176,9 @@ def row_misalignment(row: dict, where: str = "alignment.json",
         kept = [m for m, r2 in zip(row[key], row["r2"]) if r2 >= min_r2]
     except (KeyError, TypeError) as error:
         raise codes_lib.MetricInputError(
-            f"{where}: expected rows with {key!r} and 'r2', found {row!r:.120} "
+            f"{where}: expected rows with {key!r} and 'r2' (python -m "
+            f"benchmark.metrics.alignment STUDY_DIR writes them from the runs' codes; rows "
+            f"written before the spread units have only class steps), found {row!r:.120} "
             f"({error})") from None
     return float(np.mean(kept)) if kept else None
 

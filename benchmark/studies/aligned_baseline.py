@@ -57,8 +57,7 @@ BOTH_APART_DEG = 45.0
 ALPHA = 0.05
 FILE_NAME = "aligned_baseline.json"
 #: the angle units `--units` knows: alignment row keys
-UNIT_KEYS = {"classes": ("angle_deg", "misalignment_deg"),
-             "spread": ("spread_angle_deg", alignment.SPREAD_KEY)}
+UNIT_KEYS = alignment.UNIT_KEYS
 
 
 def run_measures(row: dict, units: str = "classes", min_r2: float = alignment.MIN_R2) -> dict:

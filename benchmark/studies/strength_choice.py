@@ -39,6 +39,11 @@ the wave on the ellipse: a code cannot be asked to turn further than the images 
 share of runs whose own misalignment reaches that angle is reported beside it. A pilot
 whose sweep is the 'rotated' sprite (benchmark/data/rotated.py) reads it against the
 turned sprite's own geometry.
+
+`--units=spread` reads every angle in units of the factors' spreads (each factor divided
+by its std), on the codes (alignment's spread misalignment) and the geometry (the axis of
+S G S, perturbations/geometry.py) alike. A window of a factor (data.factor_ranges) needs
+it: there the factors' classes differ in spread, and class steps misstate both angles.
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ TURN_RULES = ("absolute", "geometry")
 ELLIPSE_BINDING = "data.fixed_factors={'shape':1,'scale':5,'orientation':0}"
 
 
-def code_measures(factors, codes, columns=(0, 1)) -> dict:
-    """{'misalignment' (degrees or None), 'linear_r2', 'factor_r2'} of codes (n, d) against
-    the factor columns `columns` of factors (n, k) (module docstring)."""
+def code_measures(factors, codes, columns=(0, 1), units: str = "classes") -> dict:
+    """{'misalignment' (degrees or None, in `units`: alignment.UNIT_KEYS), 'linear_r2',
+    'factor_r2'} of codes (n, d) against the factor columns `columns` of factors (n, k)
+    (module docstring)."""
     codes = np.asarray(codes, np.float64)
     design = np.column_stack([codes - codes.mean(axis=0), np.ones(len(codes))])
     explained = []
@@ -83,19 +89,21 @@ def code_measures(factors, codes, columns=(0, 1)) -> dict:
         total = float((target ** 2).sum())
         explained.append(1.0 - float(((target - design @ coefficients) ** 2).sum()) / total
                          if total > 0 else 0.0)
-    return {**angle_measures(alignment.linear_angles(factors, codes, columns)),
+    return {**angle_measures(alignment.linear_angles(factors, codes, columns), units=units),
             "factor_r2": float(np.mean(explained))}
 
 
-def angle_measures(fit: dict, where: str = "alignment.json") -> dict:
-    """{'misalignment' (degrees or None), 'linear_r2'} of one code's per-latent fit
-    ({'misalignment_deg', 'r2'}: alignment.linear_angles, or a row of alignment.json)."""
+def angle_measures(fit: dict, where: str = "alignment.json", units: str = "classes") -> dict:
+    """{'misalignment' (degrees or None, in `units`), 'linear_r2'} of one code's per-latent
+    fit ({'misalignment_deg' or 'spread_misalignment_deg', 'r2'}: alignment.linear_angles,
+    or a row of alignment.json)."""
     try:
         r2 = sorted(float(q) for q in fit["r2"])
     except (KeyError, TypeError, ValueError) as error:
         raise UserError(f"{where}: expected a row with 'r2' per latent, found {fit!r:.120} "
                         f"({error})") from None
-    return {"misalignment": alignment.row_misalignment(fit, where),
+    return {"misalignment": alignment.row_misalignment(fit, where,
+                                                       key=alignment.UNIT_KEYS[units][1]),
             "linear_r2": r2[-2] if len(r2) >= 2 else (r2[0] if r2 else 0.0)}
 
 
@@ -117,14 +125,16 @@ def check_original_study(settings: dict, original: dict, original_dir) -> None:
                         f"pilot's (but for data.wave_*): {sorted(set(mine) ^ set(theirs))}")
 
 
-def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
+def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None,
+               units: str = "classes") -> dict:
     """{strength: [per-run {'run', 'MIG', 'DCI-I', 'misalignment', 'linear_r2',
     'factor_r2'}]} of `model`'s kept runs in a pilot study (0.0 = original, then each
     strength of the study's sweep: its battery's 'sweep', else the one base variant of
     its non-original variants), and 'codes': whether the run's eval_codes.npz was read
     (else its saved angles in its study's alignment.json, `_run_measures`). original_dir: a
     study whose original arm is this pilot's (the same settings but for the wave arms' own,
-    `check_original_study`), for a pilot that trains the wave arms alone."""
+    `check_original_study`), for a pilot that trains the wave arms alone. units: the
+    misalignment's, 'classes' (class steps) or 'spread' (the factors' spreads)."""
     study_dir = pathlib.Path(study_dir)
     settings = report_data.read_study(study_dir).get("settings", {})
     if original_dir is not None:
@@ -154,26 +164,27 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None) -> dict:
             rows.append({"run": pathlib.Path(record["run_dir"]).name,
                          "MIG": record["values"].get("MIG"),
                          "DCI-I": record["values"].get("DCI-I"),
-                         **_run_measures(record["run_dir"], plane, saved)})
+                         **_run_measures(record["run_dir"], plane, saved, units)})
         out[strength] = rows
     return out
 
 
-def _run_measures(run_dir, plane, saved: dict) -> dict:
+def _run_measures(run_dir, plane, saved: dict, units: str) -> dict:
     """code_measures of a run's eval_codes.npz; without it, the run's row of its study's
     alignment.json (misalignment and linear R^2; factor R^2 None: the row cannot give it)
     with 'codes' False; UserError when neither is there."""
     path = pathlib.Path(run_dir) / "eval_codes.npz"
     if path.is_file():
         arrays = codes_lib.read_npz(path, ("factors", "codes"))
-        return {**code_measures(arrays["factors"], arrays["codes"], plane), "codes": True}
+        return {**code_measures(arrays["factors"], arrays["codes"], plane, units),
+                "codes": True}
     saved_at = path.parent.parent.parent / "alignment.json"
     row = saved.get(path.parent.name)
     if row is None:
         raise UserError(f"{path}: expected the run's evaluation codes, or its row in "
                         f"{saved_at} (python -m benchmark.metrics.alignment STUDY_DIR, in "
                         f"the plane {list(plane)}), found neither")
-    return {**angle_measures(row, str(saved_at)), "factor_r2": None, "codes": False}
+    return {**angle_measures(row, str(saved_at), units), "factor_r2": None, "codes": False}
 
 
 def _mean(values) -> float | None:
@@ -181,16 +192,18 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def geometry_turns(settings: dict, strengths) -> dict:
+def geometry_turns(settings: dict, strengths, units: str = "classes") -> dict:
     """{strength: degrees by which the principal axis of the images' local geometry at that
     strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
     ellipse: the wave with its default periods and direction (perturbations.geometry.
-    wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's strided
-    plane where it binds data.factor_strides; UserError for a pilot on a window of a factor
-    (data.factor_ranges: its turn would have to be read in the factors' spreads, on both
-    the codes and the geometry, which this rule does not yet do), and for a pilot on other
-    data or another sweep, whose geometry this does not compute."""
-    from perturbations.geometry import rotation_rows, wave_rows
+    wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's plane as
+    its data.factor_strides and data.factor_ranges reduce it. units 'classes': the axis of
+    the Gram per class step; 'spread': of the Gram in the factors' spreads (the whitened
+    axis), the units a code's spread misalignment is read in. UserError for a window of a
+    factor (data.factor_ranges) in class steps (its factors' classes differ in spread: the
+    turn must be read in spreads on both the codes and the geometry), and for a pilot on
+    other data or another sweep, whose geometry this does not compute."""
+    from perturbations.geometry import misalignment_deg, rotation_rows, wave_rows
 
     bindings = [b.replace(" ", "") for b in settings.get("bindings", [])]
     if ELLIPSE_BINDING not in bindings or any(b.startswith("data.wave_") for b in bindings):
@@ -209,16 +222,19 @@ def geometry_turns(settings: dict, strengths) -> dict:
         raise UserError(f"--turn=geometry computes the geometry of the 'wave' and 'rotated' "
                         f"sweeps, found {sweep!r}")
     positive = [s for s in strengths if s > 0]
-    if any(b.startswith("data.factor_ranges=") for b in bindings):
-        raise UserError("--turn=geometry reads turns in class steps; on a window of a factor "
-                        "(data.factor_ranges) the factors' classes differ in spread, so the "
-                        "codes' and the geometry's turns would have to be read in spreads "
-                        "(alignment's spread_misalignment_deg, geometry's whitened axis): "
-                        "not implemented; use --turn=absolute or read alignment.json")
+    ranges = _factor_dict_of(bindings, "factor_ranges", "{'posX': (6, 26)}")
+    if ranges and units != "spread":
+        raise UserError("--turn=geometry on a window of a factor (data.factor_ranges = "
+                        f"{ranges}) reads turns in the factors' spreads: the windowed "
+                        "factor's classes span less of the plane than the other's, so class "
+                        "steps would misstate both the codes' and the geometry's angles; "
+                        "pass --units=spread")
     strides = _factor_dict_of(bindings, "factor_strides", "{'posY': 2}")
-    rows = (wave_rows(positive, strides) if sweep == "wave"
-            else rotation_rows([int(s) for s in positive], strides))
-    return {float(r["variant"].partition("@")[2]): r["misalignment_deg"]
+    rows = (wave_rows(positive, strides, ranges) if sweep == "wave"
+            else rotation_rows([int(s) for s in positive], strides, ranges))
+    return {float(r["variant"].partition("@")[2]):
+            (r["misalignment_deg"] if units == "classes"
+             else misalignment_deg(r["whitened_axis_deg"]))
             for r in rows if r["variant"].startswith(f"{sweep}@")}
 
 
@@ -231,7 +247,7 @@ def _factor_dict_of(bindings: list[str], name: str, example: str) -> dict | None
 
 
 def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
-           geometry: dict | None = None) -> dict:
+           geometry: dict | None = None, units: str = "classes") -> dict:
     """The registered rule (module docstring) on `pilot_runs`' output: {'strengths': [one
     row per strength: 'strength', 'n', the means of every measure, 'misalignment_p' (one-
     sided Welch, None below 2 values a side), 'dci_i_drop', 'linear', 'turned', 'kept',
@@ -239,7 +255,7 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
     geometry: {strength: the local geometry's turn in degrees} (`geometry_turns`): criterion
     (b) reads the turn against it (--turn=geometry), and each row also has
     'geometry_turn' and 'followed_share' (runs whose misalignment reaches GEOMETRY_SHARE
-    of it)."""
+    of it). units: the angles' (`pilot_runs`, `geometry_turns`), said in the rule."""
     if 0.0 not in runs or not runs[0.0]:
         raise UserError("the pilot has no original runs to compare the strengths with")
     base = runs[0.0]
@@ -282,8 +298,9 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
             f"(b') mean misalignment >= {GEOMETRY_SHARE:g} x the local geometry's turn")
     rule = (f"(a) mean linear R^2 >= {alignment.MIN_R2:g}; {turn} and above the "
             f"original's, one-sided Welch p < {alpha:g}; (c) DCI-I drop <= {margin:g}; "
-            "the smallest strength meeting all three")
-    return {"strengths": rows, "chosen": chosen, "rule": rule, "alpha": alpha,
+            "the smallest strength meeting all three"
+            + ("" if units == "classes" else "; angles in the factors' spreads"))
+    return {"strengths": rows, "chosen": chosen, "rule": rule, "alpha": alpha, "units": units,
             "dci_i_margin": margin, "turn": "absolute" if geometry is None else "geometry",
             **({} if geometry is None else {"geometry_share": GEOMETRY_SHARE})}
 
@@ -337,6 +354,10 @@ def define_flags() -> None:
                       "How criterion (b) reads a turn: 'absolute' (mean misalignment >= "
                       "22.5 deg) or 'geometry' (>= half the local geometry's own turn, "
                       "computed for the wave or the rotated sprite on the ellipse).")
+    flags.DEFINE_enum("units", "classes", list(alignment.UNIT_KEYS),
+                      "The angles' units, for the codes and the geometry alike: class steps, "
+                      "or the factors' spreads (each factor divided by its std), which a "
+                      "window of a factor (data.factor_ranges) needs.")
     flags.DEFINE_string("original_from", None, "A study whose original arm is this pilot's "
                         "(same settings but for data.wave_*), for a pilot that trains the "
                         "wave arms alone.")
@@ -352,10 +373,12 @@ def main(argv) -> None:
         raise app.UsageError("usage: python -m benchmark.strength_choice STUDY_DIR")
     plane = [int(c) for c in flags.FLAGS.plane]
     original = flags.FLAGS.original_from
-    runs = pilot_runs(argv[1], flags.FLAGS.model, plane, original)
-    geometry = (geometry_turns(report_data.read_study(argv[1]).get("settings", {}), list(runs))
+    units = flags.FLAGS.units
+    runs = pilot_runs(argv[1], flags.FLAGS.model, plane, original, units)
+    geometry = (geometry_turns(report_data.read_study(argv[1]).get("settings", {}), list(runs),
+                               units)
                 if flags.FLAGS.turn == "geometry" else None)
-    choice = choose(runs, geometry=geometry)
+    choice = choose(runs, geometry=geometry, units=units)
     choice.update(model=flags.FLAGS.model, plane=plane, original_from=original)
     print("\n".join(table_lines(choice)))
     path = write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(choice)))

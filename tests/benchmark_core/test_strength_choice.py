@@ -222,12 +222,38 @@ def test_the_geometry_rule_reads_a_strided_pilots_own_geometry():
             *strided["bindings"][:1], "data.factor_strides = posY"]}, [5.0])
 
 
-def test_the_geometry_rule_refuses_a_windowed_pilot_it_cannot_read():
-    """A pilot on a window of posX (data.factor_ranges) has factors of unequal spread: its
-    turns would need spread units on both sides, so the rule says so instead of reading the
-    class-step geometry."""
+def test_the_geometry_rule_reads_a_windowed_pilot_in_the_factors_spreads():
+    """A pilot on a window of posX (data.factor_ranges) has factors of unequal spread: in
+    class steps it is refused, naming --units=spread; in spreads its turn is the whitened
+    axis's distance to the factor axes on that window (perturbations.geometry), and the
+    codes' misalignment is their spread misalignment."""
+    from perturbations.geometry import misalignment_deg, rotation_rows
+
     windowed = {"bindings": ["data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}",
                              "data.factor_ranges = {'posX': (10, 21)}"],
                 "variants": ["original", "rotated@5"]}
-    with pytest.raises(UserError, match="data.factor_ranges"):
+    with pytest.raises(UserError, match="data.factor_ranges.*--units=spread"):
         strength_choice.geometry_turns(windowed, [0.0, 5.0])
+    turns = strength_choice.geometry_turns(windowed, [0.0, 5.0], units="spread")
+    row = rotation_rows([5], ranges={"posX": (10, 21)})[1]
+    assert turns == {5.0: pytest.approx(misalignment_deg(row["whitened_axis_deg"]))}
+    assert turns[5.0] != pytest.approx(row["misalignment_deg"], abs=1.0)
+
+
+def test_spread_units_divide_each_factor_by_its_spread():
+    """A latent z = posX + posY on a plane where posX spans a third of posY's classes lies
+    at 45 deg in class steps but near posY in spreads; choose says the units in its rule."""
+    from benchmark.metrics import alignment
+
+    grid = np.stack(np.meshgrid(np.arange(10.0), np.arange(30.0), indexing="ij"), -1)
+    factors = grid.reshape(-1, 2)
+    codes = np.column_stack([factors[:, 0] + factors[:, 1], factors[:, 0] - factors[:, 1]])
+    steps = strength_choice.code_measures(factors, codes)
+    spreads = strength_choice.code_measures(factors, codes, units="spread")
+    assert steps["misalignment"] == pytest.approx(45.0)
+    expected = np.mean(alignment.linear_angles(factors, codes)[alignment.SPREAD_KEY])
+    assert spreads["misalignment"] == pytest.approx(expected) and expected < 20.0
+    runs = {0.0: [{"MIG": 0.1, "DCI-I": 0.9, "linear_r2": 0.9, "factor_r2": 0.9,
+                   "misalignment": 5.0}] * 2}
+    assert "spreads" in strength_choice.choose(runs, units="spread")["rule"]
+    assert "spreads" not in strength_choice.choose(runs)["rule"]
