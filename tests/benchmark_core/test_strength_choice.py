@@ -111,6 +111,11 @@ def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
     assert "Chosen strength: 0.2" in result.stdout
     written = json.loads((study / "strength_choice.json").read_text())
     assert written["chosen"] == 0.2 and written["model"] == "beta_vae"
+    assert written["units"] == "classes"
+    spread = python_m("benchmark.strength_choice", str(study), "--units=spread")
+    assert spread.returncode == 0, spread.stderr[-3000:]
+    assert "Chosen strength: 0.2" in spread.stdout and "spreads" in spread.stdout
+    assert json.loads((study / "strength_choice.json").read_text())["units"] == "spread"
     refused = python_m("benchmark.strength_choice", str(tmp_path / "none"))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
         "error: ")
