@@ -1,4 +1,4 @@
-"""python -m benchmark.aligned_baseline STUDY_DIR [--model=beta_vae] [--floor=ae]
+"""python -m benchmark.aligned_baseline STUDY_DIR [--model=beta_vae] [--floor=ae|none]
 [--units=classes|spread] [--plane=0,1] [--both_factors] [--out=FILE]
 
 The aligned-baseline rule of the known-answer battery's pilots (registered in
@@ -25,6 +25,12 @@ and the rule over the runs:
         90 % Welch t interval beside it, as the report's)
     (d) with --both_factors (registered by the windowed pilot): at least RUNS_SHARE of the
         runs both_kept
+
+Each run also says whether it `passes` on its own: within RUN_LIMIT_DEG and, with
+--both_factors, both_kept (the per-run rule of the screens, which pick a design worth a
+pilot from a few seeds). `--floor=none` reads a study that has no floor model (a screen):
+(c) is then not read, `holds` is None (the rule is not decided) and `read_criteria_hold`
+says whether (a), (b) and (d) do.
 
 Written to --out (default STUDY_DIR/aligned_baseline.json; atomically) and printed as a
 table. The floor
@@ -58,6 +64,8 @@ ALPHA = 0.05
 FILE_NAME = "aligned_baseline.json"
 #: the angle units `--units` knows: alignment row keys
 UNIT_KEYS = alignment.UNIT_KEYS
+#: `--floor` value of a study without a floor model: (c) is not read
+NO_FLOOR = "none"
 
 
 def run_measures(row: dict, units: str = "classes", min_r2: float = alignment.MIN_R2) -> dict:
@@ -127,44 +135,66 @@ def study_runs(study_dir, model: str, plane=(0, 1), units: str = "classes",
     return sorted(out, key=lambda r: r["seed"])
 
 
-def decide(runs: list[dict], floor: list[dict], both_factors: bool = False) -> dict:
-    """The rule (module docstring) on `study_runs` of the model and of its floor model:
-    {'criteria': {name: {'found', 'holds'}}, 'holds' (every criterion), the model's and the
-    floor's summaries}; UserError below 2 runs of either."""
-    if len(runs) < 2 or len(floor) < 2:
+def passes(run: dict, both_factors: bool = False) -> bool:
+    """A run's own pass (module docstring): within RUN_LIMIT_DEG and, when both_factors,
+    both factors kept."""
+    return (run["misalignment"] is not None and run["misalignment"] <= RUN_LIMIT_DEG
+            and (run["both_kept"] or not both_factors))
+
+
+def decide(runs: list[dict], floor: list[dict] | None, both_factors: bool = False) -> dict:
+    """The rule (module docstring) on `study_runs` of the model and of its floor model
+    (None: no floor, (c) not read): {'criteria': {name: {'found', 'holds'}}, 'holds' (every
+    criterion; None without a floor), 'read_criteria_hold', 'runs_passing', the model's and
+    the floor's summaries}; UserError below 2 runs of the model, or of a floor given."""
+    if len(runs) < 2 or (floor is not None and len(floor) < 2):
         raise UserError(f"the rule needs at least 2 runs of the model and of its floor on the "
-                        f"original arm, found {len(runs)} and {len(floor)}")
+                        f"original arm, found {len(runs)} and "
+                        f"{'no floor' if floor is None else len(floor)} (a study without "
+                        f"a floor model: --floor={NO_FLOOR})")
+    runs = [{**r, "passes": passes(r, both_factors)} for r in runs]
     angles = [r["misalignment"] for r in runs if r["misalignment"] is not None]
     within = sum(1 for a in angles if a <= RUN_LIMIT_DEG)
     needed = math.ceil(RUNS_SHARE * len(runs))
     mean = float(np.mean(angles)) if angles else None
-    mig = [r["MIG"] for r in runs]
-    floor_mig = [r["MIG"] for r in floor]
-    gate = stats.welch(mig, floor_mig, alternative="greater")
     criteria = {
         "a_mean": {"found": mean, "interval": mean_interval(angles),
                    "limit": MEAN_LIMIT_DEG,
                    "holds": mean is not None and mean <= MEAN_LIMIT_DEG},
         "b_runs_within": {"found": within, "of": len(runs), "needed": needed,
                           "limit": RUN_LIMIT_DEG, "holds": within >= needed},
-        "c_gate": {"found": gate["diff"],          # the (1 - 2 alpha) interval, as the report's
-                   "interval": stats.welch_ci(mig, floor_mig, 1 - 2 * ALPHA),
-                   "p": gate["p"], "model_mig": float(np.mean(mig)),
-                   "floor_mig": float(np.mean(floor_mig)), "holds": gate["p"] < ALPHA},
+        "c_gate": _gate([r["MIG"] for r in runs],
+                        None if floor is None else [r["MIG"] for r in floor]),
     }
     if both_factors:
         kept = sum(r["both_kept"] for r in runs)
         criteria["d_both_factors"] = {"found": kept, "of": len(runs), "needed": needed,
                                       "holds": kept >= needed}
-    floor_angles = [r["misalignment"] for r in floor if r["misalignment"] is not None]
+    floor_angles = [r["misalignment"] for r in floor or [] if r["misalignment"] is not None]
     below = (stats.welch(angles, floor_angles, alternative="less")
              if len(angles) >= 2 and len(floor_angles) >= 2 else None)
-    return {"criteria": criteria, "holds": all(c["holds"] for c in criteria.values()),
+    read = [c["holds"] for c in criteria.values() if c["holds"] is not None]
+    return {"criteria": criteria,
+            "holds": all(read) if floor is not None else None,
+            "read_criteria_hold": all(read),
+            "runs_passing": sum(r["passes"] for r in runs),
             "better_within": sum(1 for r in runs if r["better"] is not None
                                  and r["better"] <= RUN_LIMIT_DEG),
             "floor_misalignment": float(np.mean(floor_angles)) if floor_angles else None,
             "below_floor_p": None if below is None else below["p"],
-            "runs": runs, "floor_runs": floor}
+            "runs": runs, "floor_runs": floor or []}
+
+
+def _gate(mig, floor_mig) -> dict:
+    """(c): the model's MIG above the floor's (one-sided Welch; the (1 - 2 alpha) interval, as
+    the report's); not read ('holds' None) without a floor."""
+    if floor_mig is None:
+        return {"found": None, "interval": None, "p": None, "model_mig": float(np.mean(mig)),
+                "floor_mig": None, "holds": None}
+    gate = stats.welch(mig, floor_mig, alternative="greater")
+    return {"found": gate["diff"], "interval": stats.welch_ci(mig, floor_mig, 1 - 2 * ALPHA),
+            "p": gate["p"], "model_mig": float(np.mean(mig)),
+            "floor_mig": float(np.mean(floor_mig)), "holds": gate["p"] < ALPHA}
 
 
 def _deg(value) -> str:
@@ -175,6 +205,7 @@ def table_lines(decision: dict) -> list[str]:
     """The decision as a markdown table, the per-run angles and one verdict line."""
     c = decision["criteria"]
     a, b, g = c["a_mean"], c["b_runs_within"], c["c_gate"]
+    held = {True: "yes", False: "no", None: "not read"}
     low_high = (f" [{a['interval'][0]:.1f}, {a['interval'][1]:.1f}]"
                 if a["interval"] else "")
     below = "—" if decision["below_floor_p"] is None else f"{decision['below_floor_p']:.3g}"
@@ -183,29 +214,42 @@ def table_lines(decision: dict) -> list[str]:
              f"| {'yes' if a['holds'] else 'no'} |",
              f"| (b) ≥ {b['needed']} of {b['of']} runs within {b['limit']:g}° | {b['found']} "
              f"of {b['of']} | {'yes' if b['holds'] else 'no'} |",
-             f"| (c) G1: MIG above the floor | {g['model_mig']:.3f} against "
-             f"{g['floor_mig']:.3f}, {g['found']:+.3f} [{g['interval'][0]:.3f}, "
-             f"{g['interval'][1]:.3f}], p {g['p']:.3g} | {'yes' if g['holds'] else 'no'} |"]
+             f"| (c) G1: MIG above the floor | " + (
+                 f"{g['model_mig']:.3f} against {g['floor_mig']:.3f}, {g['found']:+.3f} "
+                 f"[{g['interval'][0]:.3f}, {g['interval'][1]:.3f}], p {g['p']:.3g}"
+                 if g["holds"] is not None else f"{g['model_mig']:.3f}, no floor")
+             + f" | {held[g['holds']]} |"]
     if "d_both_factors" in c:
         d = c["d_both_factors"]
         lines.append(f"| (d) ≥ {d['needed']} of {d['of']} runs keep both factors | "
                      f"{d['found']} of {d['of']} | {'yes' if d['holds'] else 'no'} |")
-    lines += ["", "Per run (seed: misalignment, better latent, both factors kept, MIG): " +
+    if decision["holds"] is None:
+        verdict = ("The rule is not decided: (c) not read (no floor); the criteria read "
+                   + ("hold." if decision["read_criteria_hold"] else "fail."))
+    else:
+        verdict = "The rule " + ("holds." if decision["holds"] else "fails.")
+    lines += ["", "Per run (seed: misalignment, better latent, both factors kept, MIG, "
+              "passes): " +
               "; ".join(f"{r['seed']}: {_deg(r['misalignment'])}, {_deg(r['better'])}, "
-                        f"{'yes' if r['both_kept'] else 'no'}, {r['MIG']:.3f}"
-                        for r in decision["runs"]),
-              f"Floor's misalignment {_deg(decision['floor_misalignment'])}° (the model's "
-              f"below it: one-sided Welch p {below}); better latent within "
+                        f"{'yes' if r['both_kept'] else 'no'}, {r['MIG']:.3f}, "
+                        f"{'yes' if r['passes'] else 'no'}" for r in decision["runs"]),
+              f"{decision['runs_passing']} of {len(decision['runs'])} runs pass on their own "
+              f"(within {RUN_LIMIT_DEG:g}°" + (", both factors kept)." if "d_both_factors" in c
+                                                else ")."),
+              (f"Floor's misalignment {_deg(decision['floor_misalignment'])}° (the model's "
+               f"below it: one-sided Welch p {below}); " if decision["floor_runs"]
+               else "No floor model; ") + "better latent within "
               f"{RUN_LIMIT_DEG:g}° in {decision['better_within']} of "
               f"{len(decision['runs'])} runs.",
-              "The rule " + ("holds." if decision["holds"] else "fails.")]
+              verdict]
     return lines
 
 
 def define_flags() -> None:
     from absl import flags
     flags.DEFINE_string("model", "beta_vae", "The reference model whose alignment is read.")
-    flags.DEFINE_string("floor", "ae", "The floor model of the gate (c).")
+    flags.DEFINE_string("floor", "ae", f"The floor model of the gate (c); '{NO_FLOOR}' for a "
+                        "study without one (a screen): (c) is then not read.")
     flags.DEFINE_enum("units", "classes", list(UNIT_KEYS), "The angles' units: class steps "
                       "(pilots on a square plane) or the factors' spreads (a plane whose "
                       "factors have unequal class counts).")
@@ -226,7 +270,8 @@ def main(argv) -> None:
     F = flags.FLAGS
     plane = [int(c) for c in F.plane]
     runs = study_runs(argv[1], F.model, plane, F.units)
-    floor = study_runs(argv[1], F.floor, plane, F.units, need_angles=False)
+    floor = (None if F.floor == NO_FLOOR
+             else study_runs(argv[1], F.floor, plane, F.units, need_angles=False))
     decision = decide(runs, floor, F.both_factors)
     decision.update(model=F.model, floor=F.floor, units=F.units, plane=plane,
                     min_r2=alignment.MIN_R2)

@@ -68,8 +68,27 @@ def test_decide_holds_only_where_every_criterion_does():
     floor_level = aligned_baseline.decide(_runs([2] * 10, [0.1, 0.12] * 5), floor)
     assert not floor_level["criteria"]["c_gate"]["holds"]
     assert "The rule fails." in aligned_baseline.table_lines(floor_level)[-1]
-    with pytest.raises(UserError, match="at least 2 runs"):
+    with pytest.raises(UserError, match="at least 2 runs.*--floor=none"):
         aligned_baseline.decide(aligned, floor[:1])
+
+
+def test_without_a_floor_the_gate_is_not_read_and_each_run_says_whether_it_passes():
+    """A screen (no floor model): (c) not read, 'holds' None, and the per-run pass is
+    within 12 deg and (with both_factors) both factors kept."""
+    mixed = _runs([2, 3, 30, 4], [0.5] * 4)
+    mixed[3]["both_kept"] = False
+    screen = aligned_baseline.decide(mixed, None, both_factors=True)
+    assert screen["holds"] is None and screen["criteria"]["c_gate"]["holds"] is None
+    assert [r["passes"] for r in screen["runs"]] == [True, True, False, False]
+    assert screen["runs_passing"] == 2 and screen["read_criteria_hold"] is False
+    lines = aligned_baseline.table_lines(screen)
+    assert "| 0.500, no floor | not read |" in "\n".join(lines)
+    assert "2 of 4 runs pass on their own (within 12°, both factors kept)." in lines
+    assert lines[-1] == ("The rule is not decided: (c) not read (no floor); the criteria "
+                         "read fail.")
+    aligned = aligned_baseline.decide(_runs([2, 3, 4, 5, 1], [0.5] * 5), None)
+    assert aligned["holds"] is None and aligned["read_criteria_hold"] is True
+    assert aligned["runs_passing"] == 5
 
 
 def _study(directory, angles, sizes=(11, 32)):
@@ -112,6 +131,12 @@ def test_the_command_reads_a_windowed_pilot_in_spreads(tmp_path):
                       f"--out={tmp_path / 'turned.json'}")
     assert failed.returncode == 0 and "The rule fails." in failed.stdout
     assert json.loads((tmp_path / "turned.json").read_text())["holds"] is False
+    screen = python_m("benchmark.aligned_baseline", str(study), "--units=spread",
+                      "--floor=none", f"--out={tmp_path / 'screen.json'}")
+    assert screen.returncode == 0, screen.stderr[-3000:]
+    assert "5 of 5 runs pass on their own" in screen.stdout
+    assert "The rule is not decided" in screen.stdout
+    assert json.loads((tmp_path / "screen.json").read_text())["holds"] is None
     refused = python_m("benchmark.aligned_baseline", str(tmp_path / "none"))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
         "error: ")
