@@ -1,5 +1,5 @@
 """python -m perturbations.geometry [ARTEFACT_DIR ...] [--waves=0.05,0.1,...] [--rotations=5,10]
-[--out=FILE]
+[--fixed_factors=DICT] [--plane=posX,posY] [--wave_periods=P] [--out=FILE]
 
 ARTEFACT_DIR: an artefact directory or a folder of them (default: results/perturbations
 when no --waves are given).
@@ -52,8 +52,10 @@ Rows: each artefact directory given, evaluated on its own dataset with its fixed
 with --waves, the wave (benchmark/data/oracle.py) at those strengths on the 2-factor ellipse
 (the dose-response the threshold comes from), its fixed-phase texture and matched noise as
 controls; with --rotations, the ellipse's sprite turned by that many orientation classes
-(benchmark/data/rotated.py) and noise matched in energy to the first. Datasets without posX
-and posY have no plane here: reported, not checked.
+(benchmark/data/rotated.py) and noise matched in energy to the first. `--fixed_factors` and
+`--plane` move both to another plane of the ellipse (e.g. scale x posX with posY fixed;
+the wave's phase then moves in that plane, as data.wave_factors makes it in a run).
+Artefact datasets without posX and posY have no plane here: reported, not checked.
 """
 
 from __future__ import annotations
@@ -168,75 +170,98 @@ def artefact_rows(directory) -> list[dict]:
     return rows
 
 
-def _ellipse(strides: dict | None = None, ranges: dict | None = None):
-    """The 2-factor ellipse (ELLIPSE_FIXED), with its factors strided and windowed as
-    `strides` and `ranges` say (benchmark/data/subset.py), and the rows' name suffix saying
-    so."""
+def _ellipse(strides: dict | None = None, ranges: dict | None = None,
+             fixed: dict | None = None, plane: Sequence[str] = PLANE):
+    """The 2-factor ellipse (`fixed`, default ELLIPSE_FIXED: posX x posY free), with its
+    factors strided and windowed as `strides` and `ranges` say (benchmark/data/subset.py),
+    and the rows' name suffix saying so (and the plane, when it is not posX x posY).
+    ConfigError when `plane` is not two of its free factors."""
     from benchmark.data import get_dataset
+    from benchmark.data.oracle import check_plane, factor_columns
     from benchmark.data.subset import FactorSubset
 
-    data = FactorSubset(get_dataset("dsprites", "procedural"), ELLIPSE_FIXED, strides, ranges)
-    said = [f"{name} stride {step}" for name, step in data.class_strides.items()]
+    data = FactorSubset(get_dataset("dsprites", "procedural"),
+                        ELLIPSE_FIXED if fixed is None else fixed, strides, ranges)
+    plane = check_plane(tuple(plane), "the plane")
+    factor_columns(data, plane)
+    said = [] if plane == PLANE else [" x ".join(plane)]
+    if fixed is not None and fixed != ELLIPSE_FIXED:
+        said += [f"{name} {cls}" for name, cls in fixed.items()]
+    said += [f"{name} stride {step}" for name, step in data.class_strides.items()]
     said += [f"{name} {start}-{stop - 1}" for name, (start, stop) in data.class_ranges.items()]
     return data, f", {', '.join(said)}" if said else ""
 
 
 def wave_rows(strengths: Sequence[float], strides: dict | None = None,
-              ranges: dict | None = None) -> list[dict]:
+              ranges: dict | None = None, fixed: dict | None = None,
+              plane: Sequence[str] = PLANE, periods: float | None = None) -> list[dict]:
     """The wave's dose-response on the ellipse (its factors reduced as `strides` and
-    `ranges` say):
-    original, the wave at each strength, and at the largest its fixed-phase texture and
-    noise matched to it in energy."""
+    `ranges` say, fixed as `fixed` says; the wave's phase moving in `plane` and turning
+    `periods` times, default WAVE_PERIODS): original, the wave at each strength, and at the
+    largest its fixed-phase texture and noise matched to it in energy; every row read in
+    `plane`."""
     from benchmark.data.oracle import WaveData, WaveTextureData, matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data, suffix = _ellipse(strides, ranges)
+    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    plane = tuple(plane)
+    if periods is not None:
+        suffix += f", {periods:g} periods"
     name = f"wave (ellipse{suffix})"
-    original = geometry_row(data)
+    original = geometry_row(data, plane)
+
+    def wave(kind, eps):
+        return kind(data, eps, factors=plane, periods=periods)
+
     rows = [{"name": name, "variant": "original", **original}]
     for eps in strengths:
         rows.append({"name": name, "variant": f"wave@{eps:g}",
-                     **geometry_row(WaveData(data, eps), original_axis=original["axis_deg"])})
+                     **geometry_row(wave(WaveData, eps), plane,
+                                    original_axis=original["axis_deg"])})
     if strengths:
         top = max(strengths)
         rows.append({"name": name, "variant": f"wave_texture@{top:g}",
-                     **geometry_row(WaveTextureData(data, top),
+                     **geometry_row(wave(WaveTextureData, top), plane,
                                     original_axis=original["axis_deg"])})
-        noise = matched_noise_eps(WaveData(data, top), power=2)
+        noise = matched_noise_eps(wave(WaveData, top), power=2)
         rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
-                     **geometry_row(NoisyData(data, eps=noise),
+                     **geometry_row(NoisyData(data, eps=noise), plane,
                                     original_axis=original["axis_deg"])})
     return rows
 
 
 def rotation_rows(classes: Sequence[int], strides: dict | None = None,
-                  ranges: dict | None = None) -> list[dict]:
+                  ranges: dict | None = None, fixed: dict | None = None,
+                  plane: Sequence[str] = PLANE) -> list[dict]:
     """The 'rotated' arms on the ellipse (benchmark/data/rotated.py; its factors reduced as
-    `strides` and `ranges` say): original, then the sprite turned by each number of orientation
-    classes, and noise matched in energy to the first of them."""
+    `strides`, `ranges` and `fixed` say, read in `plane`): original, then the sprite turned
+    by each number of orientation classes, and noise matched in energy to the first of
+    them."""
     from benchmark.data import make_variant
     from benchmark.data.oracle import matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data, suffix = _ellipse(strides, ranges)
+    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    plane = tuple(plane)
     name = f"rotated (ellipse{suffix})"
-    original = geometry_row(data)
+    original = geometry_row(data, plane)
     rows = [{"name": name, "variant": "original", **original}]
     for k in classes:
         rows.append({"name": name, "variant": f"rotated@{k:g}",
-                     **geometry_row(make_variant(data, "rotated", eps=k),
+                     **geometry_row(make_variant(data, "rotated", eps=k), plane,
                                     original_axis=original["axis_deg"])})
     if classes:
         noise = matched_noise_eps(make_variant(data, "rotated", eps=classes[0]), power=2)
         rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
-                     **geometry_row(NoisyData(data, eps=noise),
+                     **geometry_row(NoisyData(data, eps=noise), plane,
                                     original_axis=original["axis_deg"])})
     return rows
 
 
 def table_lines(rows: list[dict]) -> list[str]:
     """The rows as a markdown table."""
-    lines = ["| perturbation | arm | correlation | anisotropy | principal axis (deg from posX) "
+    lines = ["| perturbation | arm | correlation | anisotropy | principal axis (deg from the "
+             "plane's first factor) "
              "| misalignment (deg) | whitened anisotropy (axis) | turn from original (deg) "
              "| passes |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -270,6 +295,14 @@ def define_flags() -> None:
     flags.DEFINE_string("factor_ranges", None, "--waves and --rotations: keep classes "
                         "start..stop - 1 of the ellipse's posX or posY, as data.factor_ranges "
                         "(a dict literal, e.g. \"{'posX': (10, 21)}\").")
+    flags.DEFINE_string("fixed_factors", None, "--waves and --rotations: the ellipse's fixed "
+                        "factors, as data.fixed_factors (a dict literal; default "
+                        f"\"{ELLIPSE_FIXED}\", posX x posY free; e.g. \"{{'shape': 1, "
+                        "'posY': 16, 'orientation': 0}\" for scale x posX).")
+    flags.DEFINE_list("plane", list(PLANE), "--waves and --rotations: the two free factors "
+                      "the rows are read in and the wave's phase moves in (data.wave_factors).")
+    flags.DEFINE_float("wave_periods", None, "--waves: turns of the wave's phase over the "
+                       "plane, as data.wave_periods (default: the published arms' 8).")
     flags.DEFINE_string("out", None, "Where to write the rows as JSON (written whole or not "
                         "at all).")
 
@@ -310,13 +343,19 @@ def main(argv) -> None:
                                  "{'posY': 2}") if flags.FLAGS.factor_strides else None)
     ranges = (parse_factor_dict(flags.FLAGS.factor_ranges, "--factor_ranges",
                                 "{'posX': (10, 21)}") if flags.FLAGS.factor_ranges else None)
-    rows = wave_rows(strengths, strides, ranges) if strengths else []
-    rows += rotation_rows(turns, strides, ranges) if turns else []   # out of range: ConfigError
+    fixed = (parse_factor_dict(flags.FLAGS.fixed_factors, "--fixed_factors",
+                               str(ELLIPSE_FIXED)) if flags.FLAGS.fixed_factors else None)
+    plane = tuple(flags.FLAGS.plane)
+    rows = (wave_rows(strengths, strides, ranges, fixed, plane, flags.FLAGS.wave_periods)
+            if strengths else [])
+    rows += (rotation_rows(turns, strides, ranges, fixed, plane)  # out of range: ConfigError
+             if turns else [])
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))
     if flags.FLAGS.out:
-        payload = {"threshold_correlation": THRESHOLD_CORRELATION, "plane": list(PLANE),
+        payload = {"threshold_correlation": THRESHOLD_CORRELATION,
+                   "plane": list(plane if strengths or turns else PLANE),
                    "rows": rows}
         print(write_json(flags.FLAGS.out, json.loads(json.dumps(payload))))
 

@@ -6,6 +6,8 @@ requested variant. Everything it returns is a `GroundTruthData`.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import gin
 
 from benchmark.core.errors import ConfigError
@@ -47,7 +49,8 @@ def data_file(name: str, source: str = "auto", data_dir: str | None = None):
 def make_variant(data: GroundTruthData, variant: str = "original", eps: float | None = None,
                  seed: int = 0, artefact: str | None = None, artefact_loader=None,
                  wave_direction: float | None = None,
-                 wave_periods: float | None = None) -> GroundTruthData:
+                 wave_periods: float | None = None,
+                 wave_factors: Sequence[str] | None = None) -> GroundTruthData:
     """`data` as the variant 'original' (itself), 'noisy' (paper 002 sec. 5.2; from eps and
     seed, or from a noise artefact), 'modified' (from a manipulation artefact written by
     `python -m perturbations.generate`), 'modified_texture' (that artefact's control: the
@@ -61,8 +64,10 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
     'wave' arms' phase moves (benchmark/data/oracle.py; None: the diagonal); wave_periods:
-    the turns of their phase over the data (None: oracle.WAVE_PERIODS). Both are refused on
-    other variants; a study whose original arm shares them trains the wave arms alone."""
+    the turns of their phase over the data (None: oracle.WAVE_PERIODS); wave_factors: the
+    two factors of the plane the wave's phase moves in (None: oracle.ORACLE_FACTORS, posX
+    and posY). All three are refused on other variants; a study whose original arm shares
+    them trains the wave arms alone."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown dataset variant {variant!r}; expected one of "
                          f"{', '.join(VARIANTS)}")
@@ -71,7 +76,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ConfigError("the 'original' variant takes no artefact or eps; found "
                              f"artefact={artefact!r}, eps={eps!r}")
         return data
-    for name, value in (("wave_direction", wave_direction), ("wave_periods", wave_periods)):
+    for name, value in (("wave_direction", wave_direction), ("wave_periods", wave_periods),
+                        ("wave_factors", wave_factors)):
         if value is not None and variant not in ("wave", "wave_texture"):
             raise ConfigError(f"data.{name} applies to the 'wave' and 'wave_texture' "
                               f"variants, found variant {variant!r}")
@@ -79,7 +85,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
         if artefact is not None:
             raise ConfigError(f"the {variant!r} variant takes no artefact; found {artefact!r}")
         from benchmark.data.oracle import make_oracle_variant
-        return make_oracle_variant(data, variant, eps, wave_direction, wave_periods)
+        return make_oracle_variant(data, variant, eps, wave_direction, wave_periods,
+                                   wave_factors)
     if variant == "rotated":
         if artefact is not None:
             raise ConfigError(f"the 'rotated' variant takes no artefact; found {artefact!r}")
@@ -109,12 +116,12 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
 @gin.configurable("data", allowlist=["name", "variant", "source", "data_dir", "eps",
                                      "noise_seed", "artefact", "fixed_factors",
                                      "factor_strides", "factor_ranges", "wave_direction",
-                                     "wave_periods"])
+                                     "wave_periods", "wave_factors"])
 def load_data(name: str = "dsprites", variant: str = "original", source: str = "auto",
               data_dir: str | None = None, eps: float | None = None, noise_seed: int = 0,
               artefact: str | None = None, fixed_factors: dict | None = None,
               artefact_loader=None, wave_direction: float | None = None,
-              wave_periods: float | None = None,
+              wave_periods: float | None = None, wave_factors: Sequence[str] | None = None,
               factor_strides: dict | None = None,
               factor_ranges: dict | None = None) -> GroundTruthData:
     """Dataset `name` from `source`, as `variant`; eps / noise_seed configure 'noisy',
@@ -123,7 +130,7 @@ def load_data(name: str = "dsprites", variant: str = "original", source: str = "
     variant is applied, and factor_strides {free factor name: stride} keeps every stride-th
     class of those factors and factor_ranges {free factor name: (start, stop)} keeps classes
     start..stop - 1 of them (benchmark/data/subset.py); artefact_loader: see make_variant (not
-    a gin setting: the caller composes it); wave_direction, wave_periods: see
+    a gin setting: the caller composes it); wave_direction, wave_periods, wave_factors: see
     make_variant."""
     data = get_dataset(name, source, data_dir)
     if fixed_factors or factor_strides or factor_ranges:
@@ -131,4 +138,4 @@ def load_data(name: str = "dsprites", variant: str = "original", source: str = "
         data = FactorSubset(data, fixed_factors or {}, factor_strides, factor_ranges)
     return make_variant(data, variant, eps=eps, seed=noise_seed, artefact=artefact,
                         artefact_loader=artefact_loader, wave_direction=wave_direction,
-                        wave_periods=wave_periods)
+                        wave_periods=wave_periods, wave_factors=wave_factors)

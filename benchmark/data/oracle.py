@@ -190,8 +190,9 @@ class WaveData(OracleData):
     def __init__(self, base: GroundTruthData, eps: float | None = None,
                  factors: Sequence[str] = ORACLE_FACTORS, direction_deg: float | None = None,
                  periods: float | None = None):
-        """direction_deg: the phase moves along this direction of the (posX, posY) plane
-        (`directed_scalar`; e.g. an entangled reference's code direction); None: the
+        """factors: the plane the phase moves in (two factor names; posX x posY by
+        default). direction_deg: the phase moves along this direction of that plane, from
+        its first factor (`directed_scalar`; e.g. an entangled reference's code direction); None: the
         diagonal, s = mean of the two scaled factors (the published arms). periods: turns of
         the phase over s in [0, 1] (None: WAVE_PERIODS, the published arms); fewer periods
         wrap the images' path along x + y fewer times, so the same local geometry needs a
@@ -247,16 +248,32 @@ ORACLE_VARIANTS = {"oracle": OracleData, "texture": TextureData, "wave": WaveDat
 
 def make_oracle_variant(data: GroundTruthData, variant: str, eps: float | None = None,
                         wave_direction: float | None = None,
-                        wave_periods: float | None = None) -> OracleData:
-    """`data` as an oracle arm at strength eps (default ORACLE_EPS); wave_direction and
-    wave_periods: the 'wave' arms' direction and periods (WaveData)."""
+                        wave_periods: float | None = None,
+                        wave_factors: Sequence[str] | None = None) -> OracleData:
+    """`data` as an oracle arm at strength eps (default ORACLE_EPS); wave_direction,
+    wave_periods and wave_factors: the 'wave' arms' direction, periods and plane (WaveData;
+    None: posX x posY)."""
     if variant not in ORACLE_VARIANTS:
         raise ConfigError(f"unknown oracle variant {variant!r}; expected one of "
                          f"{', '.join(ORACLE_VARIANTS)}")
     if variant in ("wave", "wave_texture"):
         return ORACLE_VARIANTS[variant](data, eps, direction_deg=wave_direction,
-                                        periods=wave_periods)
+                                        periods=wave_periods,
+                                        factors=check_plane(wave_factors, "data.wave_factors"))
     return ORACLE_VARIANTS[variant](data, eps)
+
+
+def check_plane(names, what: str) -> tuple[str, str]:
+    """`names` as a plane of two distinct factor names (None: ORACLE_FACTORS); ConfigError
+    naming `what` otherwise. Whether the dataset has them is checked where they are used
+    (`factor_columns`)."""
+    if names is None:
+        return ORACLE_FACTORS
+    if (isinstance(names, str) or not isinstance(names, Sequence) or len(names) != 2
+            or not all(isinstance(n, str) for n in names) or names[0] == names[1]):
+        raise ConfigError(f"{what}: expected two distinct factor names such as "
+                          f"['posX', 'scale'], found {names!r}")
+    return tuple(names)
 
 
 def _grid_or_sample(data: GroundTruthData, num_images: int | None, seed: int) -> np.ndarray:

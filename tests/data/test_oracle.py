@@ -238,3 +238,37 @@ def test_a_wave_with_fewer_periods_turns_the_geometry_at_a_larger_eps(reduced):
         make_variant(reduced, "noisy", eps=0.1, wave_periods=2)
     with pytest.raises(ConfigError, match="must be a number in"):
         WaveData(reduced, 0.3, periods=0)
+
+
+def test_a_wave_in_the_plane_of_other_factors():
+    """data.wave_factors: the wave's phase moves with the two factors named (scale x posX
+    with posY fixed), so images of equal s share one delta and the plane is in describe();
+    a plane of one factor, or of a factor the data lacks, is one error; other variants
+    refuse the setting."""
+    from benchmark.core.errors import ConfigError
+    from benchmark.data import get_dataset
+    base = FactorSubset(get_dataset("dsprites", "procedural"),
+                        {"shape": 1, "posY": 16, "orientation": 0})
+    assert base.factor_names == ("scale", "posX")
+    wave = make_variant(base, "wave", eps=0.3, wave_factors=["posX", "scale"])
+    assert wave.oracle_factors == ("posX", "scale")
+    assert wave.describe()["oracle_factors"] == ["posX", "scale"]
+    # s = (posX / 31 + scale / 5) / 2: (scale 0, posX 31) and (scale 5, posX 0) share s = 0.5
+    same = wave.delta([[0, 31], [5, 0]])
+    np.testing.assert_array_equal(same[0], same[1])
+    assert np.abs(wave.delta([[0, 0]]) - wave.delta([[1, 0]])).max() > 0.5
+    gin.clear_config()
+    gin.parse_config(["data.variant = 'wave'", "data.eps = 0.3",
+                      "data.wave_factors = ['posX', 'scale']",
+                      "data.fixed_factors = {'shape': 1, 'posY': 16, 'orientation': 0}",
+                      "data.source = 'procedural'"])
+    try:
+        assert load_data().oracle_factors == ("posX", "scale")
+    finally:
+        gin.clear_config()
+    with pytest.raises(ConfigError, match="two distinct factor names"):
+        make_variant(base, "wave", eps=0.3, wave_factors=["posX"])
+    with pytest.raises(ConfigError, match=r"missing \['posY'\]"):
+        make_variant(base, "wave", eps=0.3, wave_factors=["posX", "posY"])
+    with pytest.raises(ConfigError, match="wave_factors applies to the 'wave'"):
+        make_variant(base, "noisy", eps=0.1, wave_factors=["posX", "scale"])

@@ -114,3 +114,21 @@ def test_the_command_checks_the_rotated_sprite_on_a_window_of_posx():
                        "--factor_ranges={'posX': (10, 11)}")
     assert refused.returncode == 2
     assert "at least 3 classes" in refused.stderr.strip().splitlines()[-1]
+
+
+def test_the_command_checks_the_wave_on_the_scale_x_posx_plane():
+    """--fixed_factors and --plane: on the ellipse with posY fixed, scale x posX has no
+    correlation on the original (a posX step is antisymmetric left-right, a scale step
+    symmetric); the wave moving in that plane at 0.3 (2 periods) correlates the steps 0.452,
+    its fixed-phase texture 0.032; a plane naming a fixed factor is one error."""
+    fixed = "--fixed_factors={'shape': 1, 'posY': 16, 'orientation': 0}"
+    found = python_m("perturbations.geometry", "--waves=0.3", fixed, "--plane=posX,scale",
+                     "--wave_periods=2")
+    assert found.returncode == 0, found.stderr[-2000:]
+    name = "wave (ellipse, posX x scale, shape 1, posY 16, orientation 0, 2 periods)"
+    assert f"| {name} | original | 0.000 | 0.334 | 90.0 | 0.0 | 0.872 (0) |" in found.stdout
+    assert f"| {name} | wave@0.3 | 0.452 | 0.541 | 64.1 | 25.9 |" in found.stdout
+    assert f"| {name} | wave_texture@0.3 | 0.032 |" in found.stdout
+    refused = python_m("perturbations.geometry", "--waves=0.3", fixed, "--plane=posX,posY")
+    assert refused.returncode == 2
+    assert "missing ['posY']" in refused.stderr.strip().splitlines()[-1]
