@@ -13,6 +13,8 @@ NAME is one of:
                     (results/perturbations/calibration_*.md)
   paired_seeds      each arm against the original seed by seed, exploratory
                     (results/naive_move_ellipse_cpu)
+  rate              the final KL against log N, the nats the images can carry
+                    (results/battery_pilot_relative_cpu, designs tried)
 
 Each reading's own docstring (benchmark/readings/NAME.py) says what it reads, what it
 writes and by which registered rule; ARGS are the paths it reads, in that order. A reading
@@ -29,7 +31,7 @@ from benchmark.core.errors import cli_main, run_command
 #: reading name -> module (each has `main(args: list[str]) -> None`)
 READINGS = {name: f"benchmark.readings.{name}" for name in
             ("games", "objective_check", "feasibility_gate", "magnitude", "restore_codes",
-             "geometry_calibration", "paired_seeds")}
+             "geometry_calibration", "paired_seeds", "rate")}
 
 
 def define_flags() -> None:
