@@ -1,5 +1,5 @@
 """python -m perturbations.geometry [ARTEFACT_DIR ...] [--waves=0.05,0.1,...] [--rotations=5,10]
-[--fixed_factors=DICT] [--plane=posX,posY] [--wave_periods=P] [--out=FILE]
+[--fixed_factors=DICT] [--plane=posX,posY] [--wave_periods=P] [--step=K] [--out=FILE]
 
 ARTEFACT_DIR: an artefact directory or a folder of them (default: results/perturbations
 when no --waves are given).
@@ -121,17 +121,17 @@ def factor_spreads(data, names: Sequence[str] = PLANE) -> np.ndarray:
 
 
 def geometry_row(data, names: Sequence[str] = PLANE, original_axis: float | None = None,
-                 seed: int = 0) -> dict:
+                 seed: int = 0, step: int = 1) -> dict:
     """{'gram', 'correlation', 'anisotropy', 'axis_deg', 'misalignment_deg',
     'whitened_anisotropy', 'whitened_axis_deg' (of S G S, S the factors' spreads), 'turn_deg'
     (None without original_axis), 'passes' (|correlation| >= THRESHOLD_CORRELATION),
     'num_images'} of a dataset
     or perturbed variant in the plane `names`; the whole grid up to MAX_GRID_IMAGES images,
-    else a seeded sample of that many."""
+    else a seeded sample of that many; differences over `step` classes (local_factor_gram)."""
     from benchmark.data.oracle import local_factor_gram
 
     sample = None if data.num_images <= MAX_GRID_IMAGES else MAX_GRID_IMAGES
-    found = local_factor_gram(data, names, num_images=sample, seed=seed)
+    found = local_factor_gram(data, names, num_images=sample, seed=seed, step=step)
     axis = principal_axis_deg(found["gram"])
     spread = factor_spreads(data, names)
     whitened = np.asarray(found["gram"]) * np.outer(spread, spread)
@@ -194,12 +194,13 @@ def _ellipse(strides: dict | None = None, ranges: dict | None = None,
 
 def wave_rows(strengths: Sequence[float], strides: dict | None = None,
               ranges: dict | None = None, fixed: dict | None = None,
-              plane: Sequence[str] = PLANE, periods: float | None = None) -> list[dict]:
+              plane: Sequence[str] = PLANE, periods: float | None = None,
+              step: int = 1) -> list[dict]:
     """The wave's dose-response on the ellipse (its factors reduced as `strides` and
     `ranges` say, fixed as `fixed` says; the wave's phase moving in `plane` and turning
     `periods` times, default WAVE_PERIODS): original, the wave at each strength, and at the
     largest its fixed-phase texture and noise matched to it in energy; every row read in
-    `plane`."""
+    `plane`, over differences of `step` classes."""
     from benchmark.data.oracle import WaveData, WaveTextureData, matched_noise_eps
     from benchmark.data.variants import NoisyData
 
@@ -207,8 +208,10 @@ def wave_rows(strengths: Sequence[float], strides: dict | None = None,
     plane = tuple(plane)
     if periods is not None:
         suffix += f", {periods:g} periods"
+    if step != 1:
+        suffix += f", steps of {step}"
     name = f"wave (ellipse{suffix})"
-    original = geometry_row(data, plane)
+    original = geometry_row(data, plane, step=step)
 
     def wave(kind, eps):
         return kind(data, eps, factors=plane, periods=periods)
@@ -217,44 +220,46 @@ def wave_rows(strengths: Sequence[float], strides: dict | None = None,
     for eps in strengths:
         rows.append({"name": name, "variant": f"wave@{eps:g}",
                      **geometry_row(wave(WaveData, eps), plane,
-                                    original_axis=original["axis_deg"])})
+                                    original_axis=original["axis_deg"], step=step)})
     if strengths:
         top = max(strengths)
         rows.append({"name": name, "variant": f"wave_texture@{top:g}",
                      **geometry_row(wave(WaveTextureData, top), plane,
-                                    original_axis=original["axis_deg"])})
+                                    original_axis=original["axis_deg"], step=step)})
         noise = matched_noise_eps(wave(WaveData, top), power=2)
         rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
                      **geometry_row(NoisyData(data, eps=noise), plane,
-                                    original_axis=original["axis_deg"])})
+                                    original_axis=original["axis_deg"], step=step)})
     return rows
 
 
 def rotation_rows(classes: Sequence[int], strides: dict | None = None,
                   ranges: dict | None = None, fixed: dict | None = None,
-                  plane: Sequence[str] = PLANE) -> list[dict]:
+                  plane: Sequence[str] = PLANE, step: int = 1) -> list[dict]:
     """The 'rotated' arms on the ellipse (benchmark/data/rotated.py; its factors reduced as
     `strides`, `ranges` and `fixed` say, read in `plane`): original, then the sprite turned
     by each number of orientation classes, and noise matched in energy to the first of
-    them."""
+    them; every row over differences of `step` classes."""
     from benchmark.data import make_variant
     from benchmark.data.oracle import matched_noise_eps
     from benchmark.data.variants import NoisyData
 
     data, suffix = _ellipse(strides, ranges, fixed, plane)
     plane = tuple(plane)
+    if step != 1:
+        suffix += f", steps of {step}"
     name = f"rotated (ellipse{suffix})"
-    original = geometry_row(data, plane)
+    original = geometry_row(data, plane, step=step)
     rows = [{"name": name, "variant": "original", **original}]
     for k in classes:
         rows.append({"name": name, "variant": f"rotated@{k:g}",
                      **geometry_row(make_variant(data, "rotated", eps=k), plane,
-                                    original_axis=original["axis_deg"])})
+                                    original_axis=original["axis_deg"], step=step)})
     if classes:
         noise = matched_noise_eps(make_variant(data, "rotated", eps=classes[0]), power=2)
         rows.append({"name": name, "variant": f"noisy@{noise:.4g}",
                      **geometry_row(NoisyData(data, eps=noise), plane,
-                                    original_axis=original["axis_deg"])})
+                                    original_axis=original["axis_deg"], step=step)})
     return rows
 
 
@@ -303,6 +308,10 @@ def define_flags() -> None:
                       "the rows are read in and the wave's phase moves in (data.wave_factors).")
     flags.DEFINE_float("wave_periods", None, "--waves: turns of the wave's phase over the "
                        "plane, as data.wave_periods (default: the published arms' 8).")
+    flags.DEFINE_integer("step", 1, "--waves and --rotations: the central differences' "
+                         "step in classes (1: neighbouring images; larger: the geometry at "
+                         "the scale a posterior reaches, benchmark.metrics.posterior_reach).",
+                         lower_bound=1)
     flags.DEFINE_string("out", None, "Where to write the rows as JSON (written whole or not "
                         "at all).")
 
@@ -346,10 +355,11 @@ def main(argv) -> None:
     fixed = (parse_factor_dict(flags.FLAGS.fixed_factors, "--fixed_factors",
                                str(ELLIPSE_FIXED)) if flags.FLAGS.fixed_factors else None)
     plane = tuple(flags.FLAGS.plane)
-    rows = (wave_rows(strengths, strides, ranges, fixed, plane, flags.FLAGS.wave_periods)
-            if strengths else [])
-    rows += (rotation_rows(turns, strides, ranges, fixed, plane)  # out of range: ConfigError
-             if turns else [])
+    step = flags.FLAGS.step
+    rows = (wave_rows(strengths, strides, ranges, fixed, plane, flags.FLAGS.wave_periods,
+                      step) if strengths else [])
+    # a turn out of range: ConfigError
+    rows += rotation_rows(turns, strides, ranges, fixed, plane, step) if turns else []
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))

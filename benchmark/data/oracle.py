@@ -341,13 +341,14 @@ def bisect_eps(change, target: float, what: str, rtol: float = 1e-5) -> float:
 
 
 def local_factor_gram(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTORS,
-                      num_images: int | None = None, seed: int = 0, batch_size: int = 256
-                      ) -> dict:
+                      num_images: int | None = None, seed: int = 0, batch_size: int = 256,
+                      step: int = 1) -> dict:
     """The local pixel-space geometry of two factors: with the central differences
-    d_a = x(w + one class of factor a) - x(w - one class) and d_b likewise (w where both
-    can step both ways; every such w of the grid when num_images is None, else a seeded
-    sample; central, so that a per-image term such as noise, shared by x(w) in forward
-    differences, does not correlate them),
+    d_a = x(w + `step` classes of factor a) - x(w - `step` classes) and d_b likewise (w
+    where both can step both ways; every such w of the grid when num_images is None, else a
+    seeded sample; central, so that a per-image term such as noise, shared by x(w) in
+    forward differences, does not correlate them; step > 1 reads the geometry at the scale
+    a posterior reaches, benchmark.metrics.posterior_reach),
 
         gram = [[E|d_a|^2, E<d_a, d_b>], [E<d_a, d_b>, E|d_b|^2]]   (float, pixel units)
         correlation = E<d_a, d_b> / sqrt(E|d_a|^2 E|d_b|^2)           in [-1, 1]
@@ -358,19 +359,25 @@ def local_factor_gram(data: GroundTruthData, names: Sequence[str] = ORACLE_FACTO
     Returns {'factors', 'gram' (2 x 2 list), 'correlation', 'num_images'}."""
     if len(names) != 2:
         raise ValueError(f"local_factor_gram needs two factor names, found {list(names)}")
+    if not isinstance(step, (int, np.integer)) or step < 1:
+        raise ValueError(f"local_factor_gram: expected a step of 1 or more classes, found "
+                         f"{step!r}")
     cols = factor_columns(data, names)
     factors = _grid_or_sample(data, num_images, seed)
     inner = factors[:, cols]
-    factors = factors[np.all((inner > 0) & (inner < np.asarray(data.factor_sizes)[cols] - 1),
-                             axis=1)]
+    factors = factors[np.all((inner >= step)
+                             & (inner < np.asarray(data.factor_sizes)[cols] - step), axis=1)]
+    if not len(factors):
+        raise ValueError(f"local_factor_gram: no image of {list(names)} can step {step} "
+                         "classes both ways; expected a smaller step")
     sums = np.zeros((2, 2))
     for start in range(0, len(factors), batch_size):
         chunk = factors[start:start + batch_size]
         steps = []
         for col in cols:
             ahead, behind = chunk.copy(), chunk.copy()
-            ahead[:, col] += 1
-            behind[:, col] -= 1
+            ahead[:, col] += step
+            behind[:, col] -= step
             steps.append(data.observations_from_factors(ahead).reshape(len(chunk), -1)
                          .astype(np.float64)
                          - data.observations_from_factors(behind).reshape(len(chunk), -1))

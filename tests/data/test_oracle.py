@@ -146,6 +146,13 @@ def test_local_factor_gram_known_answer():
     assert orthogonal["correlation"] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="two factor names"):
         local_factor_gram(data, ("a",))
+    wide = local_factor_gram(data, ("a", "b"), step=2)      # differences 0.04 u, 0.04 v
+    np.testing.assert_allclose(wide["gram"], 4 * expected, rtol=1e-4)
+    assert wide["num_images"] == 5 * 3
+    with pytest.raises(ValueError, match="step of 1 or more"):
+        local_factor_gram(data, ("a", "b"), step=0)
+    with pytest.raises(ValueError, match="can step 4 classes both ways"):
+        local_factor_gram(data, ("a", "b"), step=4)
 
 
 def test_wave_moves_the_phase_with_x_plus_y_and_mixes_the_local_geometry(reduced):

@@ -132,3 +132,23 @@ def test_the_command_checks_the_wave_on_the_scale_x_posx_plane():
     refused = python_m("perturbations.geometry", "--waves=0.3", fixed, "--plane=posX,posY")
     assert refused.returncode == 2
     assert "missing ['posY']" in refused.stderr.strip().splitlines()[-1]
+
+
+def test_at_steps_of_one_period_the_8_period_wave_no_longer_turns_and_4_periods_does():
+    """The wave's phase turns 8 times over posX's 32 classes: differences over 2 classes
+    either way span one period (4 classes), so the wave's change cancels and the axis stays
+    within 1 deg of the original's; with 4 periods (8 classes) it still turns > 8 deg. The
+    scale a beta-64 posterior reaches (1.1-2.0 class steps) is about that step."""
+    eight = {r["variant"]: r for r in geometry.wave_rows([0.1], step=2)}
+    four = {r["variant"]: r for r in geometry.wave_rows([0.1], periods=4, step=2)}
+    assert abs(eight["wave@0.1"]["turn_deg"]) < 1.0
+    assert abs(four["wave@0.1"]["turn_deg"]) > 8.0
+
+
+@pytest.mark.slow
+def test_the_command_reads_the_geometry_over_larger_steps_and_refuses_step_0():
+    found = python_m("perturbations.geometry", "--waves=0.1", "--wave_periods=4", "--step=2")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert "| wave (ellipse, 4 periods, steps of 2) | wave@0.1 | 0.103 |" in found.stdout
+    refused = python_m("perturbations.geometry", "--waves=0.1", "--step=0")
+    assert refused.returncode != 0 and "step" in refused.stderr.strip().splitlines()[-1]
