@@ -195,8 +195,8 @@ def _mean(values) -> float | None:
 def geometry_turns(settings: dict, strengths, units: str = "classes") -> dict:
     """{strength: degrees by which the principal axis of the images' local geometry at that
     strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
-    ellipse: the wave with its default periods and direction (perturbations.geometry.
-    wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's plane as
+    ellipse: the wave with its default direction and the pilot's data.wave_periods (default
+    8; perturbations.geometry.wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's plane as
     its data.factor_strides and data.factor_ranges reduce it. units 'classes': the axis of
     the Gram per class step; 'spread': of the Gram in the factors' spreads (the whitened
     axis), the units a code's spread misalignment is read in. UserError for a window of a
@@ -206,11 +206,15 @@ def geometry_turns(settings: dict, strengths, units: str = "classes") -> dict:
     from perturbations.geometry import misalignment_deg, rotation_rows, wave_rows
 
     bindings = [b.replace(" ", "") for b in settings.get("bindings", [])]
-    if ELLIPSE_BINDING not in bindings or any(b.startswith("data.wave_") for b in bindings):
+    if ELLIPSE_BINDING not in bindings or any(
+            b.startswith("data.wave_") and not b.startswith("data.wave_periods=")
+            for b in bindings):
         raise UserError("--turn=geometry computes the local geometry of the wave or the "
                         "rotated sprite on the ellipse (data.fixed_factors = {'shape': 1, "
-                        "'scale': 5, 'orientation': 0}, the wave's default periods and "
-                        f"direction); this pilot's bindings are {settings.get('bindings', [])}")
+                        "'scale': 5, 'orientation': 0}, the wave's default direction and "
+                        "plane, any data.wave_periods); this pilot's bindings are "
+                        f"{settings.get('bindings', [])}")
+    periods = _wave_periods_of(bindings)
     bases = {base_of(v) for v in settings.get("variants", []) if v != "original"}
     sweep = (settings.get("battery") or {}).get("sweep") or (bases.pop() if len(bases) == 1
                                                               else None)
@@ -230,12 +234,27 @@ def geometry_turns(settings: dict, strengths, units: str = "classes") -> dict:
                         "steps would misstate both the codes' and the geometry's angles; "
                         "pass --units=spread")
     strides = _factor_dict_of(bindings, "factor_strides", "{'posY': 2}")
-    rows = (wave_rows(positive, strides, ranges) if sweep == "wave"
+    rows = (wave_rows(positive, strides, ranges, periods=periods) if sweep == "wave"
             else rotation_rows([int(s) for s in positive], strides, ranges))
     return {float(r["variant"].partition("@")[2]):
             (r["misalignment_deg"] if units == "classes"
              else misalignment_deg(r["whitened_axis_deg"]))
             for r in rows if r["variant"].startswith(f"{sweep}@")}
+
+
+def _wave_periods_of(bindings: list[str]) -> float | None:
+    """The pilot's data.wave_periods (bindings without spaces), None without one;
+    UserError for a value that is not a positive number."""
+    found = [b.partition("=")[2] for b in bindings if b.startswith("data.wave_periods=")]
+    if not found:
+        return None
+    try:
+        periods = float(found[-1])
+    except ValueError:
+        periods = None
+    if periods is None or not periods > 0:
+        raise UserError(f"data.wave_periods: expected a positive number, found {found[-1]!r}")
+    return periods
 
 
 def _factor_dict_of(bindings: list[str], name: str, example: str) -> dict | None:

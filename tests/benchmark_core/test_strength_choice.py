@@ -165,9 +165,15 @@ def test_the_geometry_rule_computes_the_waves_turn_on_the_ellipse_only():
         strength_choice.geometry_turns({**ellipse, "variants": ["wave@0.1", "rotated@5"]},
                                        [0.1])
     for other in ({"bindings": ["run.steps = 3000"]},
-                  {"bindings": [*ellipse["bindings"], "data.wave_periods = 2"]}):
+                  {"bindings": [*ellipse["bindings"], "data.wave_direction = 1.0"]}):
         with pytest.raises(UserError, match="--turn=geometry computes"):
             strength_choice.geometry_turns(other, [0.1])
+    # the wave of the pilot's own period: 4 periods turn the axis 11.7 deg at 0.1
+    four = {**ellipse, "bindings": [*ellipse["bindings"], "data.wave_periods = 4"]}
+    assert strength_choice.geometry_turns(four, [0.1])[0.1] == pytest.approx(11.7, abs=0.1)
+    with pytest.raises(UserError, match="data.wave_periods: expected a positive number"):
+        strength_choice.geometry_turns(
+            {**ellipse, "bindings": [*ellipse["bindings"], "data.wave_periods = -4"]}, [0.1])
 
 
 def test_the_geometry_rule_computes_the_rotated_sprites_turn():
