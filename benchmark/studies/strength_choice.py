@@ -111,11 +111,20 @@ def _wave_only(bindings) -> list[str]:
     return [b for b in bindings if not b.replace(" ", "").startswith("data.wave_")]
 
 
-def check_original_study(settings: dict, original: dict, original_dir) -> None:
-    """UserError unless the study at original_dir trained the same models on the same data
-    with the same bindings as `settings`, but for the wave arms' own (`data.wave_*`, which
-    the original arm refuses: benchmark/data/__init__.py)."""
-    for key in ("models", "datasets", "source"):
+def check_original_study(settings: dict, original: dict, original_dir,
+                         model: str | None = None) -> None:
+    """UserError unless the study at original_dir trained the same model (`model`'s config
+    in both studies' models; every model when None) on the same data with the same
+    bindings as `settings`, but for the wave arms' own (`data.wave_*`, which the original
+    arm refuses: benchmark/data/__init__.py). The original study may train other models
+    beside it (a floor)."""
+    if model is not None:
+        mine, theirs = ((s.get("models") or {}).get(model) for s in (settings, original))
+        if mine is None or mine != theirs:
+            raise UserError(f"--original_from={original_dir}: its study trains {model} as "
+                            f"{theirs!r}, this pilot as {mine!r}; expected the same config")
+    for key in (("datasets", "source") if model is not None
+                else ("models", "datasets", "source")):
         if settings.get(key) != original.get(key):
             raise UserError(f"--original_from={original_dir}: its study has {key} "
                             f"{original.get(key)!r}, this pilot {settings.get(key)!r}")
@@ -139,7 +148,7 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None,
     settings = report_data.read_study(study_dir).get("settings", {})
     if original_dir is not None:
         check_original_study(settings, report_data.read_study(original_dir).get("settings", {}),
-                             original_dir)
+                             original_dir, model)
     variants = settings.get("variants", [])
     bases = {base_of(v) for v in variants if v != "original"}
     battery = settings.get("battery") or ({"sweep": bases.pop()} if len(bases) == 1 else {})

@@ -136,6 +136,14 @@ def test_a_pilot_of_wave_arms_alone_takes_its_original_arm_from_another_study(tm
                    {**same, "bindings": ["run.steps = 6000"]})
     with pytest.raises(UserError, match="bindings differ .*run.steps"):
         strength_choice.pilot_runs(waves, "beta_vae", original_dir=other)
+    with_floor = _pilot(tmp_path / "with_floor", {"original": 0},
+                        {**same, "models": {"beta_vae": "b.gin", "ae": "a.gin"}})
+    runs = strength_choice.pilot_runs(waves, "beta_vae", original_dir=with_floor)
+    assert len(runs[0.0]) == 3                 # the original study's floor model is no bar
+    other_model = _pilot(tmp_path / "other_model", {"original": 0},
+                         {**same, "models": {"beta_vae": "c.gin"}})
+    with pytest.raises(UserError, match="trains beta_vae as 'c.gin'"):
+        strength_choice.pilot_runs(waves, "beta_vae", original_dir=other_model)
 
 
 def test_the_geometry_rule_reads_the_turn_against_the_images_own_turn():
