@@ -53,7 +53,7 @@ def test_a_latent_that_does_not_move_has_no_reach():
 
 
 def test_a_directory_without_runs_is_one_clear_error(tmp_path):
-    done = python_m("benchmark.metrics.posterior_reach", tmp_path, timeout=120)
+    done = python_m("benchmark.posterior_reach", tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
     last = done.stderr.strip().splitlines()[-1]
     assert "expected a run directory (operative_config.gin) or a study directory" in last
@@ -69,7 +69,7 @@ def test_the_command_reads_a_trained_run_and_skips_an_encoder_without_posterior(
              "data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}"]
     _run_here(study / "runs" / "vae", *plane)
     _run_here(study / "runs" / "ae", *plane, "model.method = 'ae'")
-    done = python_m("benchmark.metrics.posterior_reach", study, timeout=300)
+    done = python_m("benchmark.posterior_reach", study, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ae: no posterior (encode() gives no 'logvar'), skipped" in done.stdout
     rows = json.loads((study / "posterior_reach.json").read_text())["runs"]
