@@ -52,17 +52,25 @@ def linear_angles(factors, codes, columns: Sequence[int] = (0, 1)) -> dict:
                                          f"{list(columns)}")
     factors, codes = codes_lib.check_codes(factors, codes, 3, "alignment")
     plane = factors[:, list(columns)].astype(np.float64)
-    plane -= plane.mean(axis=0)
-    centred = codes - codes.mean(axis=0)
-    gradients, *_ = np.linalg.lstsq(plane, centred, rcond=None)          # (2, d)
+    gradients, r2 = linear_fit(plane, codes)                             # (2, d), (d,)
     angles = np.degrees(np.arctan2(gradients[1], gradients[0])) % 180.0
-    residual = ((centred - plane @ gradients) ** 2).sum(axis=0)
-    total = (centred ** 2).sum(axis=0)
-    r2 = np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0), 0.0)
     spread_angles = angles_in_spreads(angles, plane.std(axis=0))
     return {"angle_deg": angles.tolist(), "misalignment_deg": _to_axis(angles).tolist(),
             "r2": r2.tolist(), "spread_angle_deg": spread_angles.tolist(),
             "spread_misalignment_deg": _to_axis(spread_angles).tolist()}
+
+
+def linear_fit(factors, codes) -> tuple[np.ndarray, np.ndarray]:
+    """(gradients (k, d), r2 (d,)): the least-squares fit of each centred latent of codes
+    (n, d) on the centred factors (n, k), float arrays, and its R^2 (0 for a constant
+    latent)."""
+    plane = np.asarray(factors, np.float64)
+    plane = plane - plane.mean(axis=0)
+    centred = codes - codes.mean(axis=0)
+    gradients, *_ = np.linalg.lstsq(plane, centred, rcond=None)
+    residual = ((centred - plane @ gradients) ** 2).sum(axis=0)
+    total = (centred ** 2).sum(axis=0)
+    return gradients, np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0), 0.0)
 
 
 def angles_in_spreads(angle_deg, spreads) -> np.ndarray:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmark.metrics import codes as codes_lib
+from benchmark.metrics.alignment import linear_fit
 
 
 def reach_in_class_steps(factors, means, sds) -> dict:
@@ -45,23 +46,16 @@ def reach_in_class_steps(factors, means, sds) -> dict:
             f"posterior_reach: expected posterior sds of the means' shape {means.shape}, "
             f"finite and > 0; found shape {sds.shape} with "
             f"{int(np.sum(~np.isfinite(sds)))} non-finite and {int(np.sum(sds <= 0))} <= 0")
-    grid = factors.astype(np.float64)
-    grid -= grid.mean(axis=0)
-    if np.any(grid.std(axis=0) == 0):
+    if np.any(factors.std(axis=0) == 0):
         raise codes_lib.MetricInputError("posterior_reach: a factor is constant over the "
                                          "images; expected every column of factors to vary")
-    centred = means - means.mean(axis=0)
-    gradients, *_ = np.linalg.lstsq(grid, centred, rcond=None)            # (k, d)
+    gradients, r2 = linear_fit(factors, means)                           # (k, d), (d,)
     norms = np.linalg.norm(gradients, axis=0)
     if np.any(norms == 0):
         raise codes_lib.MetricInputError(
             f"posterior_reach: latent(s) {np.flatnonzero(norms == 0).tolist()} do not move "
             "with the factors (gradient 0); a reach is not defined for them")
-    residual = ((centred - grid @ gradients) ** 2).sum(axis=0)
-    total = (centred ** 2).sum(axis=0)
     sd = sds.mean(axis=0)
     return {"sd": sd.tolist(), "gradient": gradients.T.tolist(),
             "reach": (sd / norms).tolist(),
-            "factor": np.argmax(np.abs(gradients), axis=0).tolist(),
-            "r2": np.where(total > 0, 1.0 - residual / np.where(total > 0, total, 1.0),
-                           0.0).tolist()}
+            "factor": np.argmax(np.abs(gradients), axis=0).tolist(), "r2": r2.tolist()}

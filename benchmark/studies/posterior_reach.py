@@ -14,7 +14,6 @@ prints one line per run.
 
 from __future__ import annotations
 
-import math
 import pathlib
 
 import numpy as np
@@ -82,14 +81,8 @@ def run_reach(run_dir) -> dict | None:
     finally:
         gin.clear_config()
     step = restore_model(model, run_dir)
-    sizes = [int(s) for s in data.factor_sizes]
-    count = math.prod(sizes)
-    if count <= MAX_IMAGES:
-        factors = np.stack(np.meshgrid(*map(np.arange, sizes), indexing="ij"),
-                           -1).reshape(-1, len(sizes))
-    else:
-        factors = np.stack([np.random.default_rng(0).integers(0, s, MAX_IMAGES)
-                            for s in sizes], 1)
+    factors = (data.factors_of(np.arange(data.num_images)) if data.num_images <= MAX_IMAGES
+               else data.sample_factors(MAX_IMAGES, np.random.default_rng(0)))
     posterior = _posterior(model, data.observations_from_factors(factors))
     if posterior is None:
         return None

@@ -205,8 +205,8 @@ def geometry_turns(settings: dict, strengths, units: str = "classes") -> dict:
     """{strength: degrees by which the principal axis of the images' local geometry at that
     strength of the pilot's sweep lies off the nearest factor axis} for a pilot on the
     ellipse: the wave with its default direction and the pilot's data.wave_periods (default
-    8; perturbations.geometry.wave_rows), or the 'rotated' sprite (`rotation_rows`), each on the pilot's plane as
-    its data.factor_strides and data.factor_ranges reduce it. units 'classes': the axis of
+    8; perturbations.geometry.wave_rows), or the 'rotated' sprite (`rotation_rows`), each
+    on the pilot's plane as its data.factor_strides and data.factor_ranges reduce it. units 'classes': the axis of
     the Gram per class step; 'spread': of the Gram in the factors' spreads (the whitened
     axis), the units a code's spread misalignment is read in. UserError for a window of a
     factor (data.factor_ranges) in class steps (its factors' classes differ in spread: the
