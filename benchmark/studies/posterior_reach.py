@@ -73,6 +73,12 @@ def run_reach(run_dir) -> dict | None:
     from perturbations.artefact import load_variant
 
     run_dir = pathlib.Path(run_dir)
+    if not any((run_dir / "checkpoints").glob("*.index")):
+        raise codes_lib.MetricInputError(
+            f"{run_dir}: expected checkpoints/ with a checkpoint, found none (checkpoints are "
+            "not kept in git: retrain the study into another output_dir, check it is "
+            "bit-identical with `python -m benchmark.readings restore_codes`, and read the "
+            "retrain)")
     gin.clear_config()
     try:
         config.parse_config([str(run_dir / "operative_config.gin")], [])

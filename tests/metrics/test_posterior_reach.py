@@ -58,6 +58,14 @@ def test_a_directory_without_runs_is_one_clear_error(tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert "expected a run directory (operative_config.gin) or a study directory" in last
     assert not (tmp_path / "posterior_reach.json").exists()
+    run = tmp_path / "study" / "runs" / "beta_vae_dsprites_original_seed0"
+    run.mkdir(parents=True)                      # a published run: its checkpoints not in git
+    (run / "operative_config.gin").write_text("model.method = 'beta_vae'\n")
+    done = python_m("benchmark.posterior_reach", tmp_path / "study", timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert "expected checkpoints/ with a checkpoint, found none" in last and "retrain" in last
+    assert not (tmp_path / "study" / "posterior_reach.json").exists()
 
 
 @pytest.mark.slow
