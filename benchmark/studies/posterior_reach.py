@@ -7,7 +7,11 @@ checkpoints are not kept in git, so a published study needs a bit-identical retr
 as `python -m benchmark.readings restore_codes` documents). The run's own data (its
 variant, fixed factors, ranges) is rebuilt from its configuration and every image is
 encoded when there are at most MAX_IMAGES; else a seeded sample of MAX_IMAGES factor rows.
-A run whose encoder gives no posterior ('logvar') is named and skipped. Writes
+A run whose encoder gives no posterior ('logvar') is named and skipped. On an additive
+perturbation (the wave, its texture, noise: benchmark/data/variants.py) the row also
+keeps 'perturbation': how much of what was added its decoder renders
+(benchmark/metrics/perturbation_share.py; None on unperturbed data or for a model without
+decode_images). Writes
 DIR/posterior_reach.json ({'runs': [row, ...]}, atomically) for each directory given and
 prints one line per run.
 """
@@ -20,6 +24,7 @@ import numpy as np
 
 from benchmark.core.errors import cli_main
 from benchmark.metrics import codes as codes_lib
+from benchmark.metrics.perturbation_share import perturbation_share
 from benchmark.metrics.posterior_reach import reach_in_class_steps
 
 #: images encoded per run at most (all of a plane; a seeded sample of a larger dataset)
@@ -58,6 +63,23 @@ def _posterior(model, images) -> tuple[np.ndarray, np.ndarray] | None:
     return np.concatenate(means), np.concatenate(sds)
 
 
+def _perturbation(model, data, factors, images, means) -> dict | None:
+    """perturbation_share of the run's reconstructions (decoded from the posterior means)
+    against the clean images of the same factors; None on data that is not an additive
+    perturbation or for a model without decode_images."""
+    import tensorflow as tf
+
+    from benchmark.data.variants import AdditivePerturbation
+
+    if not isinstance(data, AdditivePerturbation) or not hasattr(model, "decode_images"):
+        return None
+    reconstructed = np.concatenate([
+        np.asarray(model.decode_images(tf.constant(means[start:start + BATCH], tf.float32)))
+        for start in range(0, len(means), BATCH)])
+    return perturbation_share(data.base.observations_from_factors(factors), images,
+                              reconstructed)
+
+
 def run_reach(run_dir) -> dict | None:
     """The row of one run: {'run', 'step', 'images', 'factor_names', and
     reach_in_class_steps' keys with 'factor' as names}; None when its encoder has no
@@ -89,14 +111,16 @@ def run_reach(run_dir) -> dict | None:
     step = restore_model(model, run_dir)
     factors = (data.factors_of(np.arange(data.num_images)) if data.num_images <= MAX_IMAGES
                else data.sample_factors(MAX_IMAGES, np.random.default_rng(0)))
-    posterior = _posterior(model, data.observations_from_factors(factors))
+    images = data.observations_from_factors(factors)
+    posterior = _posterior(model, images)
     if posterior is None:
         return None
     row = reach_in_class_steps(factors, *posterior)
     names = list(data.factor_names)
     row["factor"] = [names[i] for i in row["factor"]]
     return {"run": run_dir.name, "step": step, "images": len(factors),
-            "factor_names": names, **row}
+            "factor_names": names, **row,
+            "perturbation": _perturbation(model, data, factors, images, posterior[0])}
 
 
 def define_flags() -> None:
@@ -122,7 +146,10 @@ def main(argv) -> None:
             rows.append(row)
             latents = "  ".join(f"z{j} {f} sd {s:.3f} reach {r:.2f} R2 {q:.2f}" for j, (f, s, r, q)
                                 in enumerate(zip(row["factor"], row["sd"], row["reach"], row["r2"])))
-            print(f"{row['run']:48s} step {row['step']}  {latents}")
+            rendered = row["perturbation"]
+            shown = (f"  perturbation rendered {rendered['share']:.2f} (energy "
+                     f"{rendered['energy']:.1f})" if rendered else "")
+            print(f"{row['run']:48s} step {row['step']}  {latents}{shown}")
         if not rows:
             raise codes_lib.MetricInputError(f"{path}: no run with a posterior (every "
                                              "encoder gave no 'logvar')")

@@ -77,12 +77,17 @@ def test_the_command_reads_a_trained_run_and_skips_an_encoder_without_posterior(
              "data.fixed_factors = {'shape': 1, 'scale': 5, 'orientation': 0}"]
     _run_here(study / "runs" / "vae", *plane)
     _run_here(study / "runs" / "ae", *plane, "model.method = 'ae'")
+    _run_here(study / "runs" / "wave", *plane, "data.variant = 'wave'", "data.eps = 0.2")
     done = python_m("benchmark.posterior_reach", study, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ae: no posterior (encode() gives no 'logvar'), skipped" in done.stdout
     rows = json.loads((study / "posterior_reach.json").read_text())["runs"]
-    assert [r["run"] for r in rows] == ["vae"]
-    row = rows[0]
+    assert [r["run"] for r in rows] == ["vae", "wave"]
+    row, wave = rows
+    assert row["perturbation"] is None                            # the original: nothing added
+    rendered = wave["perturbation"]                                # what the decoder renders
+    assert rendered["images"] == 32 * 32 and rendered["energy"] > 1.0
+    assert np.isfinite(rendered["share"]) and "perturbation rendered" in done.stdout
     assert row["step"] == 4 and row["images"] == 32 * 32          # every image of the plane
     assert row["factor_names"] == ["posX", "posY"]
     assert len(row["reach"]) == 2 and all(r > 0 and np.isfinite(r) for r in row["reach"])
