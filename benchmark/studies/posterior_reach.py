@@ -54,8 +54,8 @@ def _posterior(model, images) -> tuple[np.ndarray, np.ndarray] | None:
     import tensorflow as tf
 
     means, sds = [], []
-    for start in range(0, len(images), BATCH):
-        out = model.encode(tf.constant(images[start:start + BATCH], tf.float32))
+    for batch in codes_lib.batches(images, BATCH):
+        out = model.encode(tf.constant(batch, tf.float32))
         if not isinstance(out, dict) or "mean" not in out or "logvar" not in out:
             return None
         means.append(np.asarray(out["mean"], np.float64))
@@ -67,15 +67,12 @@ def _perturbation(model, data, factors, images, means) -> dict | None:
     """perturbation_share of the run's reconstructions (decoded from the posterior means)
     against the clean images of the same factors; None on data that is not an additive
     perturbation or for a model without decode_images."""
-    import tensorflow as tf
-
     from benchmark.data.variants import AdditivePerturbation
 
     if not isinstance(data, AdditivePerturbation) or not hasattr(model, "decode_images"):
         return None
-    reconstructed = np.concatenate([
-        np.asarray(model.decode_images(tf.constant(means[start:start + BATCH], tf.float32)))
-        for start in range(0, len(means), BATCH)])
+    reconstructed = codes_lib.apply_in_batches(model.decode_images, means.astype(np.float32),
+                                               BATCH)
     return perturbation_share(data.base.observations_from_factors(factors), images,
                               reconstructed)
 
