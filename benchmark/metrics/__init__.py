@@ -123,6 +123,13 @@ METRICS: dict[str, Metric] = {
                                 execution_only=("batch_size", "n_jobs"), split=True,
                                 fixed={"classifier": "random_forest"}, suffix="_rf",
                                 paper="Eastwood & Williams 2018; paper 001 appendix C.5"),
+    "dci_readout": Metric(CONFIGURABLES["dci"], lambda ftr, ctr, fte, cte, rng, s:
+                          dci.readout_informativeness(ftr, ctr, fte, cte, rng,
+                                                      s["classifier"], s["n_jobs"]),
+                          sampling=("num_train", "num_test", "batch_size"),
+                          execution_only=("batch_size", "n_jobs"), split=True,
+                          choices={"classifier": dci.CLASSIFIERS},
+                          paper="the suite's: DCI-I of the code and its linear readout"),
     "sap": Metric(CONFIGURABLES["sap"], lambda ftr, ctr, fte, cte, rng, s: sap.sap_from_codes(
         ftr, ctr, fte, cte, s["classifier"], seed=_seed(rng)),
         sampling=("num_train", "num_test", "batch_size"), execution_only=("batch_size",),

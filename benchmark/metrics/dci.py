@@ -23,6 +23,18 @@ Both use dlib's 10000 train / 5000 test points.
 - 'random_forest' (QLAE paper 001 appendix C.5): 100 trees, entropy criterion, maximum
   depth tuned on held-out accuracy over `rf_depths`; importances of the best depth.
 Fits run in parallel over factors (joblib, n_jobs).
+
+Informativeness read through a linear readout (`readout_informativeness`, the registry's
+'dci_readout'; the suite's measure, not Eastwood & Williams'): the classifiers above split
+on one code dim at a time, so a code that is a *rotated* linear image of the factors costs
+them depth and held-out accuracy that an aligned one does not, though it holds the same
+information. The readout appends to the code (n, d) the least-squares linear estimate of
+each factor from it (k columns, fitted on the training points with an intercept) and
+scores the same classifier's test accuracy on those d + k features. The estimates are the
+same for any invertible linear map of the code, so a rotated code is read as well as an
+aligned one; the code's own columns are kept, so a code that carries a factor non-linearly
+loses nothing. Only informativeness is reported: the estimates are built from the factors,
+so their importances say nothing about disentanglement.
 """
 
 from __future__ import annotations
@@ -185,3 +197,35 @@ def dci(data, representation_fn, rng, num_train: int = 10000, num_test: int = 50
     f_train, c_train = codes_lib.sample_codes(data, representation_fn, num_train, rng, batch_size)
     f_test, c_test = codes_lib.sample_codes(data, representation_fn, num_test, rng, batch_size)
     return dci_from_codes(f_train, c_train, f_test, c_test, rng, classifier, n_jobs)
+
+
+def linear_readout(factors_train, codes_train, codes_test) -> tuple[np.ndarray, np.ndarray]:
+    """(train (n, k), test (m, k)): the least-squares estimate of each factor (its class
+    index) from the code with an intercept, fitted on (factors_train (n, k), codes_train
+    (n, d)) and applied to codes_train and codes_test (m, d)."""
+    def design(codes):
+        return np.column_stack([np.asarray(codes, np.float64), np.ones(len(codes))])
+
+    weights, *_ = np.linalg.lstsq(design(codes_train), np.asarray(factors_train, np.float64),
+                                  rcond=None)
+    return design(codes_train) @ weights, design(codes_test) @ weights
+
+
+def readout_informativeness(factors_train, codes_train, factors_test, codes_test,
+                            rng: np.random.Generator, classifier: str = "hist_gbt",
+                            n_jobs: int = 2) -> dict[str, float]:
+    """{'dci_readout_informativeness_train', 'dci_readout_informativeness_test'}: mean
+    accuracy over factors of `classifier` on the code with its linear readout appended
+    (module docstring), in [0, 1]."""
+    factors_train, codes_train = codes_lib.check_codes(factors_train, codes_train, 2,
+                                                       "dci_readout")
+    factors_test, codes_test = codes_lib.check_codes(factors_test, codes_test, 1, "dci_readout")
+    if codes_train.shape[1] != codes_test.shape[1]:
+        raise codes_lib.MetricInputError(f"dci_readout: train and test codes have "
+                                         f"{codes_train.shape[1]} and {codes_test.shape[1]} dims")
+    readout_train, readout_test = linear_readout(factors_train, codes_train, codes_test)
+    _, train_acc, test_acc = importance_matrix(
+        factors_train, np.column_stack([codes_train, readout_train]), factors_test,
+        np.column_stack([codes_test, readout_test]), rng, classifier, n_jobs)
+    return {"dci_readout_informativeness_train": float(train_acc.mean()),
+            "dci_readout_informativeness_test": float(test_acc.mean())}

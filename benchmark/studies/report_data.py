@@ -28,6 +28,7 @@ from benchmark.statistics.stats import drop_test
 #: (column name, metric group, score key), in the order the tables show them
 METRICS = [("MIG", "mig", "mig"), ("DCI-D", "dci", "dci_disentanglement"),
            ("DCI-C", "dci", "dci_completeness"), ("DCI-I", "dci", "dci_informativeness_test"),
+           ("DCI-I readout", "dci_readout", "dci_readout_informativeness_test"),
            ("FactorVAE", "factor_vae_score", "factor_vae_score"), ("SAP", "sap", "sap"),
            ("InfoM", "infomec", "infom"), ("InfoE", "infomec", "infoe"),
            ("InfoC", "infomec", "infoc"), ("PSNR", "health", "psnr"),

@@ -44,6 +44,13 @@ turned sprite's own geometry.
 by its std), on the codes (alignment's spread misalignment) and the geometry (the axis of
 S G S, perturbations/geometry.py) alike. A window of a factor (data.factor_ranges) needs
 it: there the factors' classes differ in spread, and class steps misstate both angles.
+
+`--informativeness=readout` reads (c) on the DCI-I of the code with its linear readout
+appended (`dci_readout`, benchmark/metrics/dci.py; the rule registered in
+studies/battery_pilot_readout_cpu.gin after pilot 17, whose turned codes lost held-out
+DCI-I while their positions stayed linear in them): (c') readout DCI-I drop <=
+DCI_I_MARGIN. The axis-aligned trees of DCI-I pay for reading a turned code, which is the
+effect (b') asks for; the readout does not. Both drops are reported whichever is ruled on.
 """
 
 from __future__ import annotations
@@ -71,6 +78,8 @@ FILE_NAME = "strength_choice.json"
 GEOMETRY_SHARE = 0.5
 #: the turn rules `choose` knows
 TURN_RULES = ("absolute", "geometry")
+#: the informativeness criterion (c) reads: {flag value: report column}
+INFORMATIVENESS = {"dci": "DCI-I", "readout": "DCI-I readout"}
 #: the data a geometry turn is computed for: the ellipse with the wave's defaults
 ELLIPSE_BINDING = "data.fixed_factors={'shape':1,'scale':5,'orientation':0}"
 
@@ -173,6 +182,7 @@ def pilot_runs(study_dir, model: str, plane=(0, 1), original_dir=None,
             rows.append({"run": pathlib.Path(record["run_dir"]).name,
                          "MIG": record["values"].get("MIG"),
                          "DCI-I": record["values"].get("DCI-I"),
+                         "DCI-I readout": record["values"].get("DCI-I readout"),
                          **_run_measures(record["run_dir"], plane, saved, units)})
         out[strength] = rows
     return out
@@ -275,7 +285,8 @@ def _factor_dict_of(bindings: list[str], name: str, example: str) -> dict | None
 
 
 def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
-           geometry: dict | None = None, units: str = "classes") -> dict:
+           geometry: dict | None = None, units: str = "classes",
+           informativeness: str = "dci") -> dict:
     """The registered rule (module docstring) on `pilot_runs`' output: {'strengths': [one
     row per strength: 'strength', 'n', the means of every measure, 'misalignment_p' (one-
     sided Welch, None below 2 values a side), 'dci_i_drop', 'linear', 'turned', 'kept',
@@ -283,12 +294,26 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
     geometry: {strength: the local geometry's turn in degrees} (`geometry_turns`): criterion
     (b) reads the turn against it (--turn=geometry), and each row also has
     'geometry_turn' and 'followed_share' (runs whose misalignment reaches GEOMETRY_SHARE
-    of it). units: the angles' (`pilot_runs`, `geometry_turns`), said in the rule."""
+    of it). units: the angles' (`pilot_runs`, `geometry_turns`), said in the rule.
+    informativeness: which drop criterion (c) reads, 'dci' ('dci_i_drop') or 'readout'
+    ('readout_drop', UserError when a run lacks the dci_readout score); both are in each
+    row where the runs have them."""
+    if informativeness not in INFORMATIVENESS:
+        raise UserError(f"informativeness must be one of {', '.join(INFORMATIVENESS)}, found "
+                        f"{informativeness!r}")
     if 0.0 not in runs or not runs[0.0]:
         raise UserError("the pilot has no original runs to compare the strengths with")
     base = runs[0.0]
     base_angles = [r["misalignment"] for r in base if r["misalignment"] is not None]
     base_dci = _mean(r["DCI-I"] for r in base)
+    base_readout = _mean(r.get("DCI-I readout") for r in base)
+    if informativeness == "readout":
+        lacking = sorted(r["run"] for found in runs.values() for r in found
+                         if r.get("DCI-I readout") is None)
+        if lacking:
+            raise UserError(f"--informativeness=readout needs every run's dci_readout score "
+                            f"(run.metrics with 'dci_readout'); {len(lacking)} lack it, e.g. "
+                            f"{lacking[0]}")
     rows = []
     for strength in sorted(runs):
         found = runs[strength]
@@ -296,14 +321,17 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
         row = {"strength": strength, "n": len(found),
                "n_with_angle": len(angles),
                "n_codes": sum(1 for r in found if r.get("codes", True)),
-               **{key: _mean(r[key] for r in found)
-                  for key in ("MIG", "DCI-I", "misalignment", "linear_r2", "factor_r2")}}
+               **{key: _mean(r.get(key) for r in found)
+                  for key in ("MIG", "DCI-I", "DCI-I readout", "misalignment", "linear_r2",
+                              "factor_r2")}}
         if strength > 0:
             test = (stats.welch(angles, base_angles, "greater")
                     if len(angles) >= 2 and len(base_angles) >= 2 else None)
             row["misalignment_p"] = None if test is None else test["p"]
             row["dci_i_drop"] = (None if base_dci is None or row["DCI-I"] is None
                                  else base_dci - row["DCI-I"])
+            row["readout_drop"] = (None if base_readout is None or row["DCI-I readout"] is None
+                                   else base_readout - row["DCI-I readout"])
             row["linear"] = row["linear_r2"] is not None and row["linear_r2"] >= alignment.MIN_R2
             if geometry is None:
                 needed = TURNED_DEG
@@ -318,18 +346,22 @@ def choose(runs: dict, alpha: float = ALPHA, margin: float = DCI_I_MARGIN,
                              and row["misalignment"] >= needed
                              and row["misalignment_p"] is not None
                              and row["misalignment_p"] < alpha)
-            row["kept"] = row["dci_i_drop"] is not None and row["dci_i_drop"] <= margin
+            drop = row["dci_i_drop" if informativeness == "dci" else "readout_drop"]
+            row["kept"] = drop is not None and drop <= margin
             row["meets"] = row["linear"] and row["turned"] and row["kept"]
         rows.append(row)
     chosen = next((r["strength"] for r in rows if r.get("meets")), None)
     turn = (f"(b) mean misalignment >= {TURNED_DEG:g} deg" if geometry is None else
             f"(b') mean misalignment >= {GEOMETRY_SHARE:g} x the local geometry's turn")
     rule = (f"(a) mean linear R^2 >= {alignment.MIN_R2:g}; {turn} and above the "
-            f"original's, one-sided Welch p < {alpha:g}; (c) DCI-I drop <= {margin:g}; "
+            f"original's, one-sided Welch p < {alpha:g}; "
+            + ("(c) DCI-I" if informativeness == "dci" else "(c') readout DCI-I")
+            + f" drop <= {margin:g}; "
             "the smallest strength meeting all three"
             + ("" if units == "classes" else "; angles in the factors' spreads"))
     return {"strengths": rows, "chosen": chosen, "rule": rule, "alpha": alpha, "units": units,
             "dci_i_margin": margin, "turn": "absolute" if geometry is None else "geometry",
+            "informativeness": informativeness,
             **({} if geometry is None else {"geometry_share": GEOMETRY_SHARE})}
 
 
@@ -352,16 +384,22 @@ def table_lines(choice: dict) -> list[str]:
     local geometry's turn and the share of runs that followed half of it, under
     --turn=geometry)."""
     geometric = choice.get("turn") == "geometry"
+    readout = any(r.get("DCI-I readout") is not None for r in choice["strengths"])
     extra = " geometry turn (deg) | runs following |" if geometric else ""
-    lines = ["| strength | runs | MIG | DCI-I | DCI-I drop | misalignment (deg) | p (> original) "
-             f"|{extra} linear R^2 | factor R^2 | (a) linear | (b) turned | (c) kept |",
-             "|---" * (12 + 2 * geometric) + "|"]
+    read_head = " DCI-I readout | readout drop |" if readout else ""
+    lines = ["| strength | runs | MIG | DCI-I | DCI-I drop |" + read_head
+             + f" misalignment (deg) | p (> original) |{extra} linear R^2 | factor R^2 | "
+             "(a) linear | (b) turned | (c) kept |",
+             "|---" * (12 + 2 * geometric + 2 * readout) + "|"]
     for r in choice["strengths"]:
         cells = (f" {_cell(r.get('geometry_turn'), 1)} | {_cell(r.get('followed_share'), 2)} |"
                  if geometric else "")
         lines.append(
             f"| {r['strength']:g} | {r['n']} | {_cell(r['MIG'])} | {_cell(r['DCI-I'])} | "
-            f"{_cell(r.get('dci_i_drop'))} | {_cell(r['misalignment'], 1)} "
+            f"{_cell(r.get('dci_i_drop'))} |"
+            + (f" {_cell(r.get('DCI-I readout'))} | {_cell(r.get('readout_drop'))} |"
+               if readout else "")
+            + f" {_cell(r['misalignment'], 1)} "
             f"({r['n_with_angle']}/{r['n']}) | {_cell(r.get('misalignment_p'))} |{cells} "
             f"{_cell(r['linear_r2'])} | {_cell(r['factor_r2'])}{_codes_note(r)} | "
             f"{_cell(r.get('linear'))} | "
@@ -386,6 +424,11 @@ def define_flags() -> None:
                       "The angles' units, for the codes and the geometry alike: class steps, "
                       "or the factors' spreads (each factor divided by its std), which a "
                       "window of a factor (data.factor_ranges) needs.")
+    flags.DEFINE_enum("informativeness", "dci", list(INFORMATIVENESS),
+                      "Which drop criterion (c) reads: DCI-I ('dci') or the DCI-I of the code "
+                      "with its linear readout appended ('readout', the dci_readout metric), "
+                      "which does not charge a turned code for the trees' axis-aligned "
+                      "splits.")
     flags.DEFINE_string("original_from", None, "A study whose original arm is this pilot's "
                         "(same settings but for data.wave_*), for a pilot that trains the "
                         "wave arms alone.")
@@ -406,7 +449,8 @@ def main(argv) -> None:
     geometry = (geometry_turns(report_data.read_study(argv[1]).get("settings", {}), list(runs),
                                units)
                 if flags.FLAGS.turn == "geometry" else None)
-    choice = choose(runs, geometry=geometry, units=units)
+    choice = choose(runs, geometry=geometry, units=units,
+                    informativeness=flags.FLAGS.informativeness)
     choice.update(model=flags.FLAGS.model, plane=plane, original_from=original)
     print("\n".join(table_lines(choice)))
     path = write_json(pathlib.Path(argv[1]) / FILE_NAME, json.loads(json.dumps(choice)))

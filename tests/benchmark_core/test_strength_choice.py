@@ -62,12 +62,37 @@ def test_choose_names_which_criterion_failed(arm, failed):
     assert "none: no strength meets the rule" in strength_choice.table_lines(choice)[-1]
 
 
+def test_the_readout_rule_does_not_charge_a_turned_code_for_the_trees_splits():
+    """A turned arm that loses DCI-I (the trees' cost) but not the readout DCI-I fails (c)
+    and meets (c'); an arm that loses both fails both; a run without the score is refused."""
+    def with_readout(runs, readout):
+        return [{**r, "DCI-I readout": q} for r, q in zip(runs, readout)]
+
+    original = with_readout(_runs([3, 5, 4, 6], [0.95] * 4), [0.96] * 4)
+    turned = with_readout(_runs([30, 28, 35, 33], [0.88] * 4), [0.95] * 4)
+    lost = with_readout(_runs([30, 28, 35, 33], [0.88] * 4), [0.89] * 4)
+    plain = strength_choice.choose({0.0: original, 0.2: turned})
+    read = strength_choice.choose({0.0: original, 0.2: turned}, informativeness="readout")
+    assert plain["chosen"] is None and read["chosen"] == 0.2
+    row = read["strengths"][1]
+    assert row["dci_i_drop"] == pytest.approx(0.07) and row["readout_drop"] == pytest.approx(0.01)
+    assert "(c') readout DCI-I drop <= 0.05" in read["rule"]
+    assert "readout drop" in strength_choice.table_lines(read)[0]
+    assert strength_choice.choose({0.0: original, 0.2: lost},
+                                  informativeness="readout")["chosen"] is None
+    with pytest.raises(UserError, match="dci_readout score"):
+        strength_choice.choose({0.0: original, 0.2: _runs([30, 28], [0.9, 0.9])},
+                               informativeness="readout")
+    with pytest.raises(UserError, match="informativeness must be one of"):
+        strength_choice.choose({0.0: original}, informativeness="linear")
+
+
 def test_choose_needs_the_original():
     with pytest.raises(UserError, match="no original runs"):
         strength_choice.choose({0.2: _runs([30], [0.9])})
 
 
-def _pilot(study, arms, settings=None):
+def _pilot(study, arms, settings=None, readout=None):
     """A pilot study directory whose runs' codes are the factors rotated by a known angle
     per arm ({variant: degrees}; seed s adds s degrees), 3 seeds each."""
     import json
@@ -93,7 +118,9 @@ def _pilot(study, arms, settings=None):
                           scores={"mig": {"mig": 0.5},
                                   "dci": {"dci_informativeness_test": 0.95,
                                           "dci_disentanglement": 0.5,
-                                          "dci_completeness": 0.5}},
+                                          "dci_completeness": 0.5},
+                                  **({} if readout is None else {"dci_readout": {
+                                      "dci_readout_informativeness_test": readout}})},
                           final_losses={}, gin_config=f"run.seed = {seed}")
     return study
 
@@ -116,6 +143,13 @@ def test_the_command_chooses_from_a_pilot_studys_runs(tmp_path):
     assert spread.returncode == 0, spread.stderr[-3000:]
     assert "Chosen strength: 0.2" in spread.stdout and "spreads" in spread.stdout
     assert json.loads((study / "strength_choice.json").read_text())["units"] == "spread"
+    no_readout = python_m("benchmark.strength_choice", str(study), "--informativeness=readout")
+    assert no_readout.returncode == 2 and "dci_readout score" in no_readout.stderr
+    read = _pilot(tmp_path / "read", {"original": 0, "wave@0.2": 35}, readout=0.9)
+    result = python_m("benchmark.strength_choice", str(read), "--informativeness=readout")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Chosen strength: 0.2" in result.stdout and "readout drop" in result.stdout
+    assert json.loads((read / "strength_choice.json").read_text())["informativeness"] == "readout"
     refused = python_m("benchmark.strength_choice", str(tmp_path / "none"))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
         "error: ")
