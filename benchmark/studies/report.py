@@ -35,6 +35,7 @@ only; it imports no model.
 from __future__ import annotations
 
 import pathlib
+import re
 
 from absl import app, flags
 
@@ -64,6 +65,12 @@ def define_flags() -> None:
     importing this module next to another command's flags never clashes)."""
     flags.DEFINE_string("results", None, "Study directory (searched for results.json files).")
     flags.DEFINE_string("out", None, "Report directory (default: <results>/report).")
+
+
+def figure_name(column: str) -> str:
+    """A metric column as a figure's file name: 'DCI-I readout' -> 'dci_i_readout' (no
+    spaces, which would break the report's markdown links)."""
+    return re.sub(r"[^0-9a-z]+", "_", column.replace(".", "").lower()).strip("_")
 
 
 def write_report(results_dir, out=None) -> pathlib.Path:
@@ -131,7 +138,7 @@ def write_report(results_dir, out=None) -> pathlib.Path:
     lines += compute_lines(compute_rows(records))
     lines += ["## Figures", ""]
     for column in metric_columns:
-        name = column.replace(".", "").replace("-", "_").lower()
+        name = figure_name(column)
         if drop_figure(drops, column, figures / f"drops_{name}.png", swept):
             lines.append(f"![drops of {column}](figures/drops_{name}.png)")
         if curve_figure(summary, column, setting_value, "primary hyperparameter",

@@ -443,3 +443,10 @@ def test_a_hypothesis_on_the_misalignment_reads_a_rise_as_the_drop(tmp_path):
         np.mean(angles["naive"]) - np.mean(angles["original"]))
     assert found["M1"]["outcome"] == "supported" == found["M2"]["outcome"]
     assert found["M3"]["outcome"] == "not supported"
+
+
+def test_figure_names_have_no_spaces():
+    from benchmark.studies.report import figure_name
+    assert figure_name("DCI-I readout") == "dci_i_readout"
+    assert figure_name("DCI-I") == "dci_i" and figure_name("Recon.") == "recon"
+    assert figure_name("MIG") == "mig"
