@@ -21,6 +21,7 @@ TINY_RUN_TESTS = {
     "benchmark.cliff_sanity": "tests/benchmark_core/test_cliff_sanity.py",
     "benchmark.pipeline": "tests/benchmark_core/test_pipeline.py",
     "benchmark.strength_choice": "tests/benchmark_core/test_strength_choice.py",
+    "benchmark.known_answers": "tests/benchmark_core/test_known_answers.py",
     "benchmark.readings.__main__": "tests/readings/test_cli.py",
     "benchmark.metrics.__main__": "tests/metrics/test_registry_cli.py",
     "benchmark.metrics.alignment": "tests/metrics/test_alignment.py",

@@ -1,7 +1,7 @@
 """Every shipped gin config parses and builds, at tiny size and without training: model,
 paper and example configs build their model (checked against models/interface.py), the
 others load their data; metric presets resolve every metric's settings; perturbation
-configs their generation settings; a study config expands, and every run of its grid
+configs their generation settings; a known-answer table its rows; a study config expands, and every run of its grid
 resolves its run, metric and model settings (names and values checked, no model built)."""
 
 import pathlib
@@ -36,7 +36,7 @@ def _resolve_run(gin_files, bindings) -> str:
 def test_every_gin_folder_and_the_examples_are_covered():
     assert {path.split("/")[0] for path in CONFIGS} == {
         "datasets", "metrics", "models", "papers", "perturbations", "studies", "examples",
-        "pipelines"}
+        "pipelines", "known_answers"}
     assert "examples/wae_mmd.gin" in CONFIGS and "examples/sparse_vae.gin" in CONFIGS
 
 
@@ -65,6 +65,13 @@ def test_every_gin_config_parses_and_builds(path):
             config.parse_config([path], [])
             stages = pipeline.pipeline_settings()
             assert stages and all(s["gin_file"] in CONFIGS for s in stages)
+            return
+        if path.startswith("known_answers/"):   # a registered table: its rows check out
+            from benchmark.studies import known_answers
+            config.parse_config([path], [])
+            table = known_answers.known_answer_table()
+            assert (ROOT / table["reference"] / "study.json").exists()
+            assert {r["expected"] for r in table["rows"]} <= set(known_answers.OUTCOMES)
             return
         if path.startswith("metrics/"):          # metric presets: every metric resolves
             from benchmark import metrics

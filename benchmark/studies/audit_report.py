@@ -151,13 +151,8 @@ def write_audit(name: str, seeds, reference: dict, reference_dir,
     references = {m: {v: scores[m][v] for v in compared} for m, _ in REFERENCES}
     flagged = reference_artefact_warnings(reference, battery, dataset)
     complete = reference_completeness(reference, battery, dataset, reference_runs)
-    turns = None
-    if battery.get("plane") is not None:
-        angles = battery_lib.arm_scores(runs_by_model[method_key], "misalignment")
-        turns = {v: {**angles[v], "read": sum(r.get("codes_read", False)
-                                              for k in ("kept", "overpruned")
-                                              for r in runs_by_model[method_key][v][k])}
-                 for v in compared}
+    turns = (battery_lib.code_turns(runs_by_model[method_key], compared)
+             if battery.get("plane") is not None else None)
     decision = verdict(method, references["beta_vae"], references["ae"], alpha,
                        margin_fraction, manipulated, controls, flagged=bool(flagged),
                        turns=turns)

@@ -102,6 +102,17 @@ def arm_scores(runs: dict, column: str = "MIG") -> dict:
                 for k in ("kept", "overpruned")} for v, arm in runs.items()}
 
 
+def code_turns(runs: dict, labels) -> dict:
+    """The misalignment (degrees) of `arm_runs`' runs per arm of `labels`, the verdict's
+    `turns`: {label: {'kept': [floats], 'overpruned': [floats], 'read': runs whose codes
+    (or their saved angles) were there to measure}}; runs whose latents do not follow the
+    plane linearly carry no angle and are left out (mechanism.with_misalignment)."""
+    angles = arm_scores(runs, "misalignment")
+    return {v: {**angles[v], "read": sum(r.get("codes_read", False)
+                                         for k in ("kept", "overpruned") for r in runs[v][k])}
+            for v in labels}
+
+
 def dose_response(runs_by_model: dict, sweep: list[tuple[float, str]]) -> list[dict]:
     """One row per model and strength (0 = original, then the sweep's): {'model',
     'strength', 'arm', 'mig' and 'misalignment': mechanism.summary, 'drop': stats.drop_test
