@@ -22,7 +22,9 @@ reference's metric settings, the run seed's shared evaluation sample drawn from 
 images, each image's code looked up from the file by the image's exported pixels), writes
 a run directory per arm and seed (results.json, eval_codes.npz) under --output_dir/runs/,
 and decides the verdict with the audit's own statistics
-(`benchmark.studies.audit_report.write_audit`).
+(`benchmark.studies.audit_report.write_audit`). A run already scored there from a codes
+file of the same SHA-256 under the same run bindings is kept, not scored again: scoring
+again once the reference has more runs re-decides the verdict in seconds.
 Health measures that need the model (active dims, over-pruning) are unknown for codes from
 elsewhere, so no such run counts as over-pruned.
 
@@ -259,6 +261,31 @@ def _lookup(data, codes: np.ndarray):
     return representation
 
 
+def spec_seed(spec) -> int:
+    """The seed of an arm's run spec (its run.seed binding)."""
+    for binding in spec.bindings:
+        key, _, value = binding.partition("=")
+        if key.strip() == "run.seed":
+            return int(value)
+    raise ValueError(f"{spec.name}: expected a run.seed binding, found none")
+
+
+def scored_identity(codes_path: pathlib.Path, spec) -> dict:
+    """What a scored run's numbers rest on: the SHA-256 of its codes file and of its run's
+    bindings (data, metrics, seed). A run scored with both the same is not scored again."""
+    bindings = "\n".join(spec.bindings).encode()
+    return {"codes_sha256": hashlib.sha256(codes_path.read_bytes()).hexdigest(),
+            "bindings_sha256": hashlib.sha256(bindings).hexdigest()}
+
+
+def _scored(run_dir: pathlib.Path, identity: dict) -> bool:
+    try:
+        settings = json.loads((run_dir / "results.json").read_text()).get("settings") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return all(settings.get(k) == v for k, v in identity.items())
+
+
 def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
           ) -> pathlib.Path:
     """Checks and scores every codes file of an export, then writes the audit (module
@@ -317,11 +344,17 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                          "directory of their own")
     with directory_lock(out, "benchmark.audit score"):
         announce(f"scoring {len(codes)} codes files ({len(expected)} arms × {len(seeds)} seeds)")
+        kept = 0
         for label, variant, specs in arms:
             for spec in specs:
+                run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
+                path = export_dir / "codes" / label / f"seed{spec_seed(spec)}.npz"
+                identity = scored_identity(path, spec)
+                if _scored(run_dir, identity):
+                    kept += 1
+                    continue
                 data, run_settings = _load(spec)
                 seed = run_settings.seed
-                run_dir = out / "runs" / spec.name.replace("external_", f"{name}_", 1)
                 run_dir.mkdir(parents=True, exist_ok=True)
                 scores, metric_settings, _ = evaluate_representation(
                     data, _lookup(data, codes[(label, seed)]), run_settings, False,
@@ -331,8 +364,9 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
                     final_losses={}, gin_config="\n".join(
                         b for b in spec.bindings if not b.startswith("model.")),
                     metric_settings=metric_settings,
-                    settings={"external_codes": str(export_dir / "codes" / label /
-                                                    f"seed{seed}.npz")})
+                    settings={"external_codes": str(path), **identity})
+        if kept:
+            announce(f"{kept} run(s) already scored from the same codes and settings: kept")
         gin.clear_config()
         audit_settings = dataclasses.replace(settings, name=f"audit_{name}",
                                              output_dir=str(out),

@@ -15,9 +15,9 @@ A row's runs are either
   as the audit decides it, with that model's runs as the method's and the reference's
   beta-VAE and AE as the references; or
 - an audit's directory (`audit`: written by `python -m benchmark.audit`, or by `audit
-  score` for codes from files): its audit.json's verdict, checked to be of this reference,
-  of the current rule, at the row's alpha and margin fraction and on exactly the row's
-  seeds.
+  score` for codes from files): its audit.json's verdict, checked to be of this reference
+  with all of its registered runs finished, of the current rule, at the row's alpha and
+  margin fraction and on exactly the row's seeds.
 
 The outcomes: DEPENDS, LOSES INFORMATION, ROBUST, SENSITIVE, as the verdict's labels, and
 FLOOR: INCONCLUSIVE because the method's original MIG is not above the AE's once the
@@ -278,6 +278,11 @@ def audit_row(reference: Reference, row: dict, margin_fraction: float) -> dict:
     if not np.isclose(alpha, row["alpha"]) or not np.isclose(fraction, margin_fraction):
         problems.append(f"its alpha and margin fraction are {alpha:g} and {fraction:g}, not "
                         f"{row['alpha']:g} and {margin_fraction:g}")
+    complete = audit.get("reference_completeness") or {}
+    if complete.get("missing"):
+        problems.append(f"it was decided before the reference's runs had all finished "
+                        f"({complete.get('finished')} of {complete.get('registered')}): "
+                        "score or audit it again")
     if seeds != sorted(row["seeds"]):
         problems.append(f"its runs are of seeds {_span(seeds) if seeds else 'none'}, not "
                         f"{_span(row['seeds'])}")

@@ -79,6 +79,23 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
     assert "Over-pruning is unknown for 10 run(s)" in full_report
     assert "No run is over-pruned" not in full_report
 
+    # scoring again keeps the runs scored from the same codes and settings, and scores a
+    # run whose codes file changed
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/results.json")}
+    again = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                     f"--output_dir={out}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "10 run(s) already scored from the same codes and settings: kept" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    changed_codes = export_dir / "codes" / "wave@0.3" / "seed1.npz"
+    with np.load(changed_codes, allow_pickle=False) as f:
+        np.savez(changed_codes, codes=f["codes"][:, ::-1].copy())
+    redone = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                      f"--output_dir={out}")
+    assert redone.returncode == 0 and "9 run(s) already scored" in redone.stdout
+    rescored = [p for p in stamps if p.stat().st_mtime_ns != stamps[p]]
+    assert [p.parent.name for p in rescored] == ["ica_dsprites_wave@0.3_seed1"]
+
     # a directory of trained runs is not mixed with scored codes
     (tmp_path / "trained" / "runs" / "x").mkdir(parents=True)
     (tmp_path / "trained" / "runs" / "x" / "fingerprint.json").write_text("{}")

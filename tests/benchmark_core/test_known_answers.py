@@ -165,6 +165,12 @@ def test_an_audit_row_reads_its_verdict_and_checks_its_registration(tmp_path):
     elsewhere = _reference(tmp_path / "ref2")
     moved = _score(elsewhere, known_answers.check_row(row, 0))["rows"][0]
     assert moved["status"] == known_answers.UNREGISTERED and "its reference is" in moved["reason"]
+    written = json.loads((out / "audit.json").read_text())
+    written["reference_completeness"] = {"registered": 30, "finished": 29,
+                                         "missing": {"ae on original": 1}}
+    (out / "audit.json").write_text(json.dumps(written))
+    early = _score(root, known_answers.check_row(row, 0))["rows"][0]
+    assert early["status"] == known_answers.UNREGISTERED and "29 of 30" in early["reason"]
     missing = _score(root, known_answers.check_row({**row, "audit": str(tmp_path / "no")}, 0))
     assert missing["rows"][0]["status"] == known_answers.PENDING
 
