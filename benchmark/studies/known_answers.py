@@ -25,8 +25,9 @@ positive control and the validity gate have passed (the audit's step 3 "does not
 disentangle at this scale"). A verdict INCONCLUSIVE for another reason is its own outcome.
 
 A row of the reference's runs may be sequential: `looks` lists its seed sets (each
-containing the previous), decided at `alpha` at each look (Pocock: the design of the
-table's study says how it was chosen). At a look before the last, the row stops when it
+containing the previous), the method's tests decided at `alpha` at each look (Pocock:
+the design of the table's study says how it was chosen), the reference's own tests
+(positive control, specificity, validity gate) at the table's `reference_alpha`. At a look before the last, the row stops when it
 matches, or when the method's one-sided MIG drop is significant (it does not match); when
 the verdict stopped before the method's equivalence test (positive control, validity
 gate, floor) or the pooled MIG spread of the method's two arms exceeds `untestable_sd`,
@@ -120,11 +121,17 @@ def check_row(row, index: int) -> dict:
 
 @gin.configurable
 def known_answer_table(reference: str = gin.REQUIRED, rows=gin.REQUIRED,
-                       margin_fraction: float = MARGIN_FRACTION) -> dict:
+                       margin_fraction: float = MARGIN_FRACTION,
+                       reference_alpha: float = stats.ALPHA) -> dict:
     """The registered table: {'reference': the reference study's directory, 'rows': rows
-    as `check_row` returns them, 'margin_fraction': the audit's (verdict.MARGIN_FRACTION)}."""
+    as `check_row` returns them, 'margin_fraction': the audit's (verdict.MARGIN_FRACTION),
+    'reference_alpha': the level of the reference's own tests (positive control, its
+    specificity, validity gate) in every row of its runs, whatever the row's alpha}."""
     if not isinstance(rows, (list, tuple)) or not rows:
         raise ValueError(f"known_answer_table.rows: expected a list of rows, found {rows!r}")
+    if not (isinstance(reference_alpha, float) and 0 < reference_alpha < 1):
+        raise ValueError(f"known_answer_table.reference_alpha: expected 0 < alpha < 1, "
+                         f"found {reference_alpha!r}")
     if not (isinstance(margin_fraction, float) and margin_fraction > 0):
         raise ValueError(f"known_answer_table.margin_fraction: expected a positive float, "
                          f"found {margin_fraction!r}")
@@ -132,7 +139,8 @@ def known_answer_table(reference: str = gin.REQUIRED, rows=gin.REQUIRED,
     names = [r["method"] for r in checked]
     if len(set(names)) != len(names):
         raise ValueError(f"known_answer_table.rows: expected distinct methods, found {names}")
-    return {"reference": str(reference), "rows": checked, "margin_fraction": margin_fraction}
+    return {"reference": str(reference), "rows": checked, "margin_fraction": margin_fraction,
+            "reference_alpha": reference_alpha}
 
 
 def outcome_of(decision: dict, alpha: float) -> str:
@@ -193,7 +201,8 @@ class Reference:
         return out
 
 
-def _decide_look(reference: Reference, row: dict, seeds, margin_fraction: float) -> dict:
+def _decide_look(reference: Reference, row: dict, seeds, margin_fraction: float,
+                 reference_alpha: float) -> dict:
     method_runs = reference.model_arms(row["model"], seeds)
     method = battery_lib.arm_scores(method_runs)
     turns = (battery_lib.code_turns(method_runs, reference.compared)
@@ -202,12 +211,13 @@ def _decide_look(reference: Reference, row: dict, seeds, margin_fraction: float)
     ae = battery_lib.arm_scores(reference.model_arms("ae"))
     manipulated, controls = reference.compared[1], reference.compared[2:]
     decision = verdict(method, beta_vae, ae, row["alpha"], margin_fraction, manipulated,
-                       controls, turns=turns)
+                       controls, turns=turns, reference_alpha=reference_alpha)
     spread = stats.pooled_sd(method["original"]["kept"], method[manipulated]["kept"])
     return {**decision, "spread": spread}
 
 
-def reference_row(reference: Reference, row: dict, margin_fraction: float) -> dict:
+def reference_row(reference: Reference, row: dict, margin_fraction: float,
+                  reference_alpha: float = stats.ALPHA) -> dict:
     """A row of the reference's own runs, decided look by look (the module's docstring)."""
     study_seeds = [int(s) for s in reference.settings.get("seeds") or []]
     missing = [m for model in ("beta_vae", "ae") for m in reference.missing(model,
@@ -223,7 +233,7 @@ def reference_row(reference: Reference, row: dict, margin_fraction: float) -> di
             return {"status": PENDING, "outcome": None, "look": None,
                     "reason": (f"look {index + 1} of {len(row['looks'])} (seeds "
                                f"{_span(seeds)}) waits for its runs: " + "; ".join(lacking))}
-        decision = _decide_look(reference, row, seeds, margin_fraction)
+        decision = _decide_look(reference, row, seeds, margin_fraction, reference_alpha)
         outcome = outcome_of(decision, row["alpha"])
         done = {"outcome": outcome, "look": index + 1, "seeds": seeds,
                 "label": decision["label"], "reason": decision["reason"],
@@ -304,8 +314,9 @@ def score_table(table: dict) -> dict:
     reference = Reference(table["reference"])
     rows = []
     for row in table["rows"]:
-        score = (reference_row if "model" in row else audit_row)(reference, row,
-                                                                 table["margin_fraction"])
+        score = (reference_row(reference, row, table["margin_fraction"],
+                               table.get("reference_alpha", stats.ALPHA)) if "model" in row
+                 else audit_row(reference, row, table["margin_fraction"]))
         rows.append({**row, **score})
     counts = {s: sum(r["status"] == s for r in rows)
               for s in (MATCHES, MISMATCH, UNTESTABLE, PENDING, UNREGISTERED)}
@@ -318,7 +329,9 @@ def score_table(table: dict) -> dict:
         summary = (f"Not every row matches ({shown}): the audit's verdicts on this battery "
                    "are not yet known to be deserved.")
     return {"reference": table["reference"], "rule_version": RULE_VERSION,
-            "margin_fraction": table["margin_fraction"], "battery": reference.battery,
+            "margin_fraction": table["margin_fraction"],
+            "reference_alpha": table.get("reference_alpha", stats.ALPHA),
+            "battery": reference.battery,
             "rows": rows, "all_match": all_match, "summary": summary}
 
 
@@ -336,7 +349,8 @@ def table_lines(scored: dict) -> list[str]:
     battery = scored["battery"]
     lines = [f"# Known-answer table on `{scored['reference']}`", "",
              f"The audit's rule {scored['rule_version']} (benchmark/studies/verdict.py), "
-             f"margin fraction {scored['margin_fraction']:g}; battery: "
+             f"margin fraction {scored['margin_fraction']:g}, the reference's own tests at "
+             f"α {scored['reference_alpha']:g}; battery: "
              f"{battery['manipulated']} against {', '.join(battery['controls'])}.", "",
              f"**{scored['summary']}**", "",
              "| method | runs | must come out | came out | status |", "|---|---|---|---|---|"]

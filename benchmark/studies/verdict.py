@@ -373,7 +373,8 @@ def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
 
 def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
             margin_fraction: float = MARGIN_FRACTION, manipulated: str = "modified",
-            controls=("noisy",), flagged: bool = False, turns: dict | None = None) -> dict:
+            controls=("noisy",), flagged: bool = False, turns: dict | None = None,
+            reference_alpha: float | None = None) -> dict:
     """The audit's decision (the audit's docstring) from MIG arms (each as `arms`: the method's,
     the reference beta-VAE's and the reference AE's; `manipulated` and `controls` name the
     battery's arms; flagged: the manipulated arm's artefact is flagged by its own
@@ -391,20 +392,25 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
     (INCONCLUSIVE: seeds per arm that would decide the failing step, where computable),
     'overpruning' (the method's, per arm),
     'exclusions_decide' (True when counting the method's over-pruned runs would change the
-    label; the reason then says so)}."""
+    label; the reason then says so)}. reference_alpha: the level of the reference's own
+    tests (positive control, its specificity, the validity gate) where it differs from the
+    method's (a sequential design that spends less than alpha at each look on the method's
+    tests); None: alpha."""
     controls = list(controls)
-    passed, control, sentence = positive_control(beta_vae, alpha, manipulated, flagged)
+    reference_alpha = alpha if reference_alpha is None else reference_alpha
+    passed, control, sentence = positive_control(beta_vae, reference_alpha, manipulated,
+                                                 flagged)
     tests = {"positive_control": control} if control else {}
     gated = False
     if passed:
-        passed, gate, said = validity_gate(beta_vae, ae, alpha)
+        passed, gate, said = validity_gate(beta_vae, ae, reference_alpha)
         tests["validity_gate"] = gate
         gated = not passed
         sentence = said if gated else sentence + " " + said
     specific = None
     if passed and controls:
-        specific, records, said = reference_specificity(beta_vae, alpha, manipulated,
-                                                        controls)
+        specific, records, said = reference_specificity(beta_vae, reference_alpha,
+                                                        manipulated, controls)
         tests["positive_control_specificity"] = records
         sentence += " " + said
     out = {"margin": None, "relative_margin": None, "overpruning": overpruning(method),
@@ -421,7 +427,7 @@ def verdict(method: dict, beta_vae: dict, ae: dict, alpha: float = ALPHA,
                                   beta_vae[manipulated]["kept"]) if control else None)
         return {**out, **_inconclusive(
             sentence[0].lower() + sentence[1:].rstrip("."), tests,
-            control["drop"] if control else None, spread, alpha,
+            control["drop"] if control else None, spread, reference_alpha,
             "such a drop of the reference β-VAE")}
     relative = relative_margin(beta_vae, ae, control["drop"], margin_fraction)
     decided = _decide(method, ae, relative, alpha, False, tests, manipulated, controls,

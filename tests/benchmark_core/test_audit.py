@@ -687,3 +687,18 @@ def test_seeds_that_barely_differ_are_named():
     assert warning.startswith("Warning: the method's seeds barely differ (MIG spread 0.0000")
     assert verdict.seeds_alike(_arms(HIGH, LOW), BETA_VAE, "modified") is None
     assert verdict.seeds_alike(_arms([0.8]), BETA_VAE, "modified") is None
+
+
+def test_the_reference_tests_can_run_at_their_own_level():
+    """A sequential design spends alpha 0.0294 on the method's tests at each look while the
+    reference's positive control stays at 0.05: a drop of p 0.040 passes it there."""
+    original = [0.5, 0.6, 0.4, 0.55, 0.45]
+    beta_vae = _arms(original, [x - 0.1 for x in original], original)
+    assert 0.0294 < stats.drop_test(original, beta_vae["modified"]["kept"])["p_drop"] < 0.05
+    method = _arms([0.30, 0.32, 0.28, 0.31], [0.30, 0.31, 0.29, 0.31], [0.3, 0.3, 0.31, 0.3])
+    alone = verdict.verdict(method, beta_vae, AE, 0.0294)
+    assert alone["label"] == "INCONCLUSIVE"
+    assert alone["reason"].startswith("positive control failed")
+    apart = verdict.verdict(method, beta_vae, AE, 0.0294, reference_alpha=0.05)
+    assert apart["label"] == "ROBUST" and apart["tests"]["equivalence"]["p"] < 0.0294
+    assert "α 0.05" in apart["positive_control"]
