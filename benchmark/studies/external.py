@@ -272,13 +272,17 @@ def spec_seed(spec) -> int:
 
 def scored_identity(codes_path: pathlib.Path, spec) -> dict:
     """What a scored run's numbers rest on: the SHA-256 of its codes file and of its run's
-    bindings (data, metrics, seed). A run scored with both the same is not scored again."""
+    bindings (data, metrics, seed). A run scored with both the same, whose evaluation codes
+    (eval_codes.npz, which the verdict's turn is measured on and git does not keep) are
+    still there, is not scored again."""
     bindings = "\n".join(spec.bindings).encode()
     return {"codes_sha256": hashlib.sha256(codes_path.read_bytes()).hexdigest(),
             "bindings_sha256": hashlib.sha256(bindings).hexdigest()}
 
 
 def _scored(run_dir: pathlib.Path, identity: dict) -> bool:
+    if not (run_dir / "eval_codes.npz").is_file():
+        return False
     try:
         settings = json.loads((run_dir / "results.json").read_text()).get("settings") or {}
     except (OSError, ValueError, AttributeError):

@@ -95,6 +95,13 @@ def test_export_codes_from_elsewhere_and_score(tmp_path):
     assert redone.returncode == 0 and "9 run(s) already scored" in redone.stdout
     rescored = [p for p in stamps if p.stat().st_mtime_ns != stamps[p]]
     assert [p.parent.name for p in rescored] == ["ica_dsprites_wave@0.3_seed1"]
+    # a scored run whose evaluation codes are gone (git does not keep them) is scored again:
+    # the verdict's turn is measured on them
+    (out / "runs" / "ica_dsprites_original_seed0" / "eval_codes.npz").unlink()
+    restored = python_m("benchmark.audit", "score", f"--export={export_dir}", "--name=ica",
+                        f"--output_dir={out}")
+    assert restored.returncode == 0 and "9 run(s) already scored" in restored.stdout
+    assert (out / "runs" / "ica_dsprites_original_seed0" / "eval_codes.npz").is_file()
 
     # a directory of trained runs is not mixed with scored codes
     (tmp_path / "trained" / "runs" / "x").mkdir(parents=True)
