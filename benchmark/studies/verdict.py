@@ -158,15 +158,17 @@ def reference_specificity(beta_vae: dict, alpha: float, manipulated: str, contro
                                            beta_vae[c]["kept"])
     shown = "; ".join(f"{c}: {d['diff']:.3f}, one-sided Welch p = {d['p']:.3g}"
                       for c, d in records.items())
-    failed = [c for c, d in records.items() if not d["p"] < alpha] + short
-    if not failed:
+    not_larger = [c for c, d in records.items() if not d["p"] < alpha]
+    if not not_larger and not short:
         return True, records, (f"Its drop is specific: significantly larger than on every "
                                f"control of the same energy (difference of drops, {shown}).")
+    why = ([f"not significantly larger than on {', '.join(f'{c} data' for c in not_larger)}"]
+           if not_larger else [])
+    if short:
+        why.append(f"too few runs left on {', '.join(short)} to compare with")
     return False, records, (
-        "Its drop is not shown to be specific: not significantly larger than on "
-        + ", ".join(f"{c} data" for c in failed)
+        "Its drop is not shown to be specific: " + "; ".join(why)
         + (f" (difference of drops, {shown})" if shown else "")
-        + (f"; too few runs on {', '.join(short)}" if short else "")
         + ", so at this scale the battery shows what the manipulation costs a disentangling "
         "model, not that the cost comes from the structure it removes.")
 

@@ -138,6 +138,14 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
     assert "not shown to be specific: not significantly larger than on wave_texture@0.3" \
         in result["positive_control"]
     assert "whose drop is not specific either" in result["reason"]
+    # a control whose reference runs are all over-pruned is named as untested, not as one
+    # the drop was compared with and failed
+    pruned = arms(HIGH, LOW, HIGH, HIGH)
+    pruned["noisy@0.37"] = {"kept": [], "overpruned": HIGH}
+    result = verdict.verdict(arms(HIGH, LOW, flat, flat), pruned, AE, **battery)
+    assert result["reference_specific"] is False
+    assert ("not shown to be specific: too few runs left on noisy@0.37 to compare with "
+            "(difference of drops, wave_texture@0.3: ") in result["positive_control"]
     result = verdict.verdict(arms(HIGH, LOW, flat, flat), not_specific, AE, **battery)
     assert result["label"] == "DEPENDS"
     assert "although the reference β-VAE's is not at this scale" in result["reason"]
