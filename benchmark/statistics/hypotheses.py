@@ -268,7 +268,10 @@ def evaluate(hypotheses: list[dict], values) -> list[dict]:
                  for key in ("setting", "versus_setting")}
         shown["margin_shown"] = _margin_shown(h)
         name = (PAIRED_NAMES if h.get("paired") else TESTS)[h["test"]]
-        row = {**h, "test_name": name.format(**h, **shown),
+        name = name.format(**h, **shown)
+        if h.get("metric") in HIGHER_IS_WORSE:
+            name += f", on −{h['metric']} (higher is worse: the alternative is that it rises)"
+        row = {**h, "test_name": name,
                "margin": (h.get("margin") if h["test"] in ("noninferiority", "equivalence")
                           else None),
                "estimate": None, "ci_low": None, "ci_high": None, "n": "", "p": None}

@@ -291,6 +291,8 @@ def test_a_higher_is_worse_metric_is_named_and_gated_in_its_own_direction():
     def negated(model, dataset, variant, setting, metric):      # as the report reads them
         return [-v for v in degrees.get((model, variant), [])]
     (row,) = hypotheses.evaluate(declared, negated)
+    assert row["test_name"].endswith(
+        "on −misalignment (higher is worse: the alternative is that it rises)")
     assert row["outcome"].startswith("untestable at this scale: beta_vae misalignment on "
                                      "original 20.000 is not below the ae floor 10.000")
     with pytest.raises(ValueError, match="where higher is worse"):
