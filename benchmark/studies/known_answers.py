@@ -325,7 +325,7 @@ def score_table(table: dict) -> dict:
         summary = (f"Every row matches ({len(rows)} of {len(rows)}): the audit's verdicts on "
                    "this battery are earned for these kinds of method.")
     else:
-        shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        shown = ", ".join(f"{s}: {n}" for s, n in counts.items() if n)
         summary = (f"Not every row matches ({shown}): the audit's verdicts on this battery "
                    "are not yet known to be deserved.")
     return {"reference": table["reference"], "rule_version": RULE_VERSION,

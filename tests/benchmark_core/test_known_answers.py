@@ -90,7 +90,7 @@ def test_a_drop_on_noise_as_large_makes_the_beta_vae_sensitive_not_dependent(tmp
     scored = _score(root, row)
     assert scored["rows"][0]["outcome"] == "SENSITIVE"
     assert scored["rows"][0]["status"] == known_answers.MISMATCH and not scored["all_match"]
-    assert "1 does not match" in scored["summary"]
+    assert "does not match: 1" in scored["summary"]
 
 
 def test_pcl_equivalent_at_the_first_look_matches_and_stops(tmp_path):
@@ -210,7 +210,7 @@ def test_the_command_as_a_user_calls_it(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == str(root / "known_answers.md")
     scored = json.loads((root / "known_answers.json").read_text())
     assert [r["status"] for r in scored["rows"]] == ["matches", "pending"]
-    assert not scored["all_match"] and "1 matches, 1 pending" in scored["summary"]
+    assert not scored["all_match"] and "matches: 1, pending: 1" in scored["summary"]
     assert "| PCL |" in (root / "known_answers.md").read_text()
     table.write_text("known_answer_table.reference = 'x'\nknown_answer_table.rows = "
                      "[{'method': 'm', 'model': 'pcl', 'expected': 'BEST', 'seeds': [0, 1]}]\n")
