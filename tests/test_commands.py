@@ -26,6 +26,7 @@ TINY_RUN_TESTS = {
     "benchmark.metrics.__main__": "tests/metrics/test_registry_cli.py",
     "benchmark.metrics.alignment": "tests/metrics/test_alignment.py",
     "benchmark.posterior_reach": "tests/metrics/test_posterior_reach.py",
+    "benchmark.objective_cost": "tests/benchmark_core/test_objective_cost.py",
     "benchmark.data.__main__": "tests/data/test_export_and_cli.py",
     "perturbations.generate": "tests/perturbations/test_generate.py",
     "perturbations.noise": "tests/test_faults.py",

@@ -30,7 +30,8 @@ MODULE_FLOORS = {"benchmark": 0}
 #: of the subprocesses the suite starts: benchmark.run, .worker, .identities)
 ENTRY_MODULES = frozenset(f"benchmark.{name}" for name in (
     "run", "speed", "study", "audit", "report", "power", "cliff_sanity", "curves",
-    "pipeline", "strength_choice", "known_answers", "aligned_baseline", "posterior_reach", "worker",
+    "pipeline", "strength_choice", "known_answers", "aligned_baseline", "posterior_reach",
+    "objective_cost", "worker",
     "identities"))
 #: above every floor
 TOP = max(FLOORS.values()) + 1

@@ -77,11 +77,10 @@ def _perturbation(model, data, factors, images, means) -> dict | None:
                               reconstructed)
 
 
-def run_reach(run_dir) -> dict | None:
-    """The row of one run: {'run', 'step', 'images', 'factor_names', and
-    reach_in_class_steps' keys with 'factor' as names}; None when its encoder has no
-    posterior. Rebuilds the run's data and model from its operative_config.gin and reads
-    its newest intact checkpoint."""
+def trained_run(run_dir) -> tuple:
+    """(data, model, step) of a finished run: its data and model rebuilt from its
+    operative_config.gin, the model restored from its newest intact checkpoint;
+    MetricInputError naming the directory when it has no checkpoint."""
     import gin
 
     import benchmark.runs.run  # noqa: F401  (registers run.* for the operative config)
@@ -105,7 +104,15 @@ def run_reach(run_dir) -> dict | None:
         model = configured_model(data.observation_shape)
     finally:
         gin.clear_config()
-    step = restore_model(model, run_dir)
+    return data, model, restore_model(model, run_dir)
+
+
+def run_reach(run_dir) -> dict | None:
+    """The row of one run: {'run', 'step', 'images', 'factor_names', and
+    reach_in_class_steps' keys with 'factor' as names}; None when its encoder has no
+    posterior (`trained_run`)."""
+    run_dir = pathlib.Path(run_dir)
+    data, model, step = trained_run(run_dir)
     factors = (data.factors_of(np.arange(data.num_images)) if data.num_images <= MAX_IMAGES
                else data.sample_factors(MAX_IMAGES, np.random.default_rng(0)))
     images = data.observations_from_factors(factors)
