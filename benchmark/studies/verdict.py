@@ -173,6 +173,17 @@ def reference_specificity(beta_vae: dict, alpha: float, manipulated: str, contro
         "model, not that the cost comes from the structure it removes.")
 
 
+def _turn_size(mean_after: float) -> str:
+    """A warning for a turn that is significant but smaller than the angle at which the
+    dose-response table calls a code turned (battery.TURNED_DEG); '' when it reaches it.
+    It names the difference between the two readings and changes no step of the rule."""
+    if mean_after >= battery_lib.TURNED_DEG:
+        return ""
+    return (f", though its mean stays below the {battery_lib.TURNED_DEG:g}° at which the "
+            "dose-response table calls a code turned: the rule's turn test has no size, so "
+            "on seeds that barely differ a small rise is significant")
+
+
 def _inconclusive(reason: str, tests: dict, effect=None, spread=None, alpha=ALPHA,
                   what: str = "") -> dict:
     """An INCONCLUSIVE decision with the seeds per arm that would detect `effect` (`what`)
@@ -336,6 +347,7 @@ def _depends_or_loses(method: dict, ae: dict, turns: dict | None, alpha: float,
             evidence.append((turn["p"] < alpha,
                              f"its code turned: misalignment {np.mean(before):.1f}° → "
                              f"{np.mean(after):.1f}° (one-sided Welch p = {turn['p']:.3g})"
+                             + _turn_size(np.mean(after))
                              if turn["p"] < alpha else
                              f"its code is not shown to turn (misalignment "
                              f"{np.mean(before):.1f}° → {np.mean(after):.1f}°, one-sided "

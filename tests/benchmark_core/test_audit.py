@@ -648,6 +648,14 @@ def test_depends_needs_a_turn_or_a_larger_share_lost_than_the_ae_else_it_loses_i
         in result["reason"]
     assert result["tests"]["turn"]["p"] == pytest.approx(_one_sided(
         turned["modified"]["kept"], turned["original"]["kept"]))
+    assert "dose-response table calls a code turned" not in result["reason"]
+    # a significant rise of 1.8 degrees on seeds that barely differ: still DEPENDS (the rule
+    # has no size), and the verdict says the dose-response table would not call it a turn
+    nudged = _arms([0.40, 0.41, 0.39, 0.40], [2.2, 2.3, 2.1, 2.2])
+    result = verdict.verdict(method, BETA_VAE, ae_loses_all, turns=nudged)
+    assert result["label"] == "DEPENDS"
+    assert ("though its mean stays below the 22.5° at which the dose-response table calls a "
+            "code turned") in result["reason"]
     # no turn, but it keeps 34 % of its MIG where the AE keeps all of its own: DEPENDS
     result = verdict.verdict(method, BETA_VAE, ae_keeps, turns=aligned)
     assert result["label"] == "DEPENDS" and "it keeps less of its MIG than the reference AE " \
