@@ -27,12 +27,12 @@ disentangle at this scale"). A verdict INCONCLUSIVE for another reason is its ow
 A row of the reference's runs may be sequential: `looks` lists its seed sets (each
 containing the previous), the method's tests decided at `alpha` at each look (Pocock:
 the design of the table's study says how it was chosen), the reference's own tests
-(positive control, specificity, validity gate) at the table's `reference_alpha`. At a look before the last, the row stops when it
-matches, or when the method's one-sided MIG drop is significant (it does not match); when
-the verdict stopped before the method's equivalence test (positive control, validity
-gate, floor) or the pooled MIG spread of the method's two arms exceeds `untestable_sd`,
-the row is "untestable at this scale"; otherwise it waits for the next look's runs. At the
-last look, it matches or not.
+(positive control, specificity, validity gate) at the table's `reference_alpha`. At a
+look before the last, the row stops when it matches, or when the method's one-sided MIG
+drop is significant (it does not match); when the verdict stopped before the method's
+equivalence test (positive control, validity gate, floor) or the pooled MIG spread of the
+method's two arms exceeds `untestable_sd`, the row is "untestable at this scale";
+otherwise it waits for the next look's runs. At the last look, it matches or not.
 
 Each row's status: matches, does not match, untestable at this scale, pending (its runs
 have not all finished; the reason names what is missing), or not as registered (its

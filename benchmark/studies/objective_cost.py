@@ -21,7 +21,8 @@ rebuilt from the run's own configuration (its fixed factors and source) with
 
 Prints one line per variant and writes RUN_DIR/objective_cost.json atomically:
 {'run', 'step', 'images', 'variants': {label: {'cost_per_image' (mean ΔCE, nats),
-'energy_per_image', 'mean_abs'}}, 'matched': {variant: {'eps', 'cost_per_image'}}}.
+'energy_per_image', 'mean_abs'}}, 'matched': {variant: {'eps', 'cost_per_image', 'to'
+(the arm matched)}}}.
 With --match=VARIANT, the strength of VARIANT whose cost equals the first --variants
 arm's is found by bisection on [--match_low, --match_high]. The cost must rise with the
 strength across that range, else the match is an error that says so. A run needs its
@@ -80,22 +81,12 @@ def match_strength(cost_of, target: float, low: float, high: float,
 
 def _variant_data(run_dir: pathlib.Path, label: ArmLabel):
     """The run's data with its variant replaced by `label`'s (its other bindings kept)."""
-    import gin
-
-    import benchmark.runs.run  # noqa: F401  (registers run.* for the operative config)
-    from benchmark.core import config
-    from benchmark.data import load_data
-    from perturbations.artefact import load_variant
+    from benchmark.studies.posterior_reach import run_data
 
     bindings = [f"data.variant = '{label.base}'"]
     if label.eps is not None:
         bindings.append(f"data.eps = {label.eps!r}")
-    gin.clear_config()
-    try:
-        config.parse_config([str(run_dir / "operative_config.gin")], bindings)
-        return load_data(artefact_loader=load_variant)
-    finally:
-        gin.clear_config()
+    return run_data(run_dir, bindings)
 
 
 def _clean_logits(model, images: np.ndarray) -> np.ndarray:

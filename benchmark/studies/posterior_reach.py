@@ -77,18 +77,34 @@ def _perturbation(model, data, factors, images, means) -> dict | None:
                               reconstructed)
 
 
-def trained_run(run_dir) -> tuple:
-    """(data, model, step) of a finished run: its data and model rebuilt from its
-    operative_config.gin, the model restored from its newest intact checkpoint;
-    MetricInputError naming the directory when it has no checkpoint."""
+def run_data(run_dir, bindings=()):
+    """The data of a run, rebuilt from its operative_config.gin with `bindings` (gin lines,
+    e.g. "data.variant = 'noisy'") applied after it."""
     import gin
 
     import benchmark.runs.run  # noqa: F401  (registers run.* for the operative config)
     from benchmark.core import config
     from benchmark.data import load_data
+    from perturbations.artefact import load_variant
+
+    gin.clear_config()
+    try:
+        config.parse_config([str(pathlib.Path(run_dir) / "operative_config.gin")],
+                            list(bindings))
+        return load_data(artefact_loader=load_variant)
+    finally:
+        gin.clear_config()
+
+
+def trained_run(run_dir) -> tuple:
+    """(data, model, step) of a finished run: its data (`run_data`) and model rebuilt from
+    its operative_config.gin, the model restored from its newest intact checkpoint;
+    MetricInputError naming the directory when it has no checkpoint."""
+    import gin
+
+    from benchmark.core import config
     from benchmark.runs.train import restore_model
     from models.configurables import configured_model
-    from perturbations.artefact import load_variant
 
     run_dir = pathlib.Path(run_dir)
     if not any((run_dir / "checkpoints").glob("*.index")):
@@ -97,10 +113,10 @@ def trained_run(run_dir) -> tuple:
             "not kept in git: retrain the study into another output_dir, check it is "
             "bit-identical with `python -m benchmark.readings restore_codes`, and read the "
             "retrain)")
+    data = run_data(run_dir)
     gin.clear_config()
     try:
         config.parse_config([str(run_dir / "operative_config.gin")], [])
-        data = load_data(artefact_loader=load_variant)
         model = configured_model(data.observation_shape)
     finally:
         gin.clear_config()
