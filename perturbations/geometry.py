@@ -52,7 +52,8 @@ Rows: each artefact directory given, evaluated on its own dataset with its fixed
 with --waves, the wave (benchmark/data/oracle.py) at those strengths on the 2-factor ellipse
 (the dose-response the threshold comes from), its fixed-phase texture and matched noise as
 controls; with --rotations, the ellipse's sprite turned by that many orientation classes
-(benchmark/data/rotated.py) and noise matched in energy to the first. `--fixed_factors` and
+(benchmark/data/rotated.py) and noise matched in energy to the first; with --shadings, the
+'shaded' control (a diagonal ramp of per-image brightness). `--fixed_factors` and
 `--plane` move both to another plane of the ellipse (e.g. scale x posX with posY fixed;
 the wave's phase then moves in that plane, as data.wave_factors makes it in a run).
 Artefact datasets without posX and posY have no plane here: reported, not checked.
@@ -263,6 +264,30 @@ def rotation_rows(classes: Sequence[int], strides: dict | None = None,
     return rows
 
 
+def shading_rows(strengths: Sequence[float], strides: dict | None = None,
+                 ranges: dict | None = None, fixed: dict | None = None,
+                 plane: Sequence[str] = PLANE, step: int = 1,
+                 with_original: bool = True) -> list[dict]:
+    """The 'shaded' arms on the ellipse (benchmark/data/variants.py: a diagonal ramp of
+    per-image brightness; reduced and read as `rotation_rows`): original (unless
+    `with_original` is False, when another row set has it), then the shading at each peak
+    brightness."""
+    from benchmark.data import make_variant
+
+    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    plane = tuple(plane)
+    if step != 1:
+        suffix += f", steps of {step}"
+    name = f"shaded (ellipse{suffix})"
+    original = geometry_row(data, plane, step=step)
+    rows = [{"name": name, "variant": "original", **original}] if with_original else []
+    for eps in strengths:
+        rows.append({"name": name, "variant": f"shaded@{eps:g}",
+                     **geometry_row(make_variant(data, "shaded", eps=eps), plane,
+                                    original_axis=original["axis_deg"], step=step)})
+    return rows
+
+
 def table_lines(rows: list[dict]) -> list[str]:
     """The rows as a markdown table."""
     lines = ["| perturbation | arm | correlation | anisotropy | principal axis (deg from the "
@@ -294,6 +319,10 @@ def define_flags() -> None:
     flags.DEFINE_list("rotations", [], "Turns of the ellipse's sprite, in orientation "
                       "classes (the 'rotated' variant), to check beside the artefacts, e.g. "
                       "5,10.")
+    flags.DEFINE_list("shadings", [], "Peak brightnesses of the 'shaded' control on the "
+                      "ellipse (a diagonal ramp of per-image brightness, "
+                      "benchmark/data/variants.py), to check that it keeps the local "
+                      "geometry on its axes, e.g. 0.45.")
     flags.DEFINE_string("factor_strides", None, "--waves and --rotations: keep every "
                         "stride-th class of the ellipse's posX or posY, as data.factor_strides "
                         "(a dict literal, e.g. \"{'posY': 2}\").")
@@ -325,7 +354,8 @@ def main(argv) -> None:
     from benchmark.data.subset import parse_factor_dict
 
     named = [pathlib.Path(a) for a in argv[1:]]
-    if not named and not flags.FLAGS.waves and not flags.FLAGS.rotations:
+    if (not named and not flags.FLAGS.waves and not flags.FLAGS.rotations
+            and not flags.FLAGS.shadings):
         named = [pathlib.Path(find_published(DEFAULT_ARTEFACTS))]
     given = []
     for directory in named:          # an artefact, or a folder of them
@@ -348,6 +378,12 @@ def main(argv) -> None:
     except ValueError:
         raise UserError(f"--rotations: expected whole numbers of orientation classes, found "
                         f"{flags.FLAGS.rotations}") from None
+    try:
+        shadings = [float(s) for s in flags.FLAGS.shadings]
+    except ValueError:
+        raise UserError(f"--shadings: expected numbers, found {flags.FLAGS.shadings}") from None
+    if any(not 0 < s <= 1 for s in shadings):
+        raise UserError(f"--shadings: expected peak brightnesses in (0, 1], found {shadings}")
     strides = (parse_factor_dict(flags.FLAGS.factor_strides, "--factor_strides",
                                  "{'posY': 2}") if flags.FLAGS.factor_strides else None)
     ranges = (parse_factor_dict(flags.FLAGS.factor_ranges, "--factor_ranges",
@@ -360,12 +396,14 @@ def main(argv) -> None:
                       step) if strengths else [])
     # a turn out of range: ConfigError
     rows += rotation_rows(turns, strides, ranges, fixed, plane, step) if turns else []
+    rows += (shading_rows(shadings, strides, ranges, fixed, plane, step,
+                          with_original=not rows) if shadings else [])
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))
     if flags.FLAGS.out:
         payload = {"threshold_correlation": THRESHOLD_CORRELATION,
-                   "plane": list(plane if strengths or turns else PLANE),
+                   "plane": list(plane if strengths or turns or shadings else PLANE),
                    "rows": rows}
         print(write_json(flags.FLAGS.out, json.loads(json.dumps(payload))))
 

@@ -15,7 +15,8 @@ from benchmark.data.ground_truth import GroundTruthData
 
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
-            "wave_texture", "naive", "naive_swapped", "rotated")
+            "wave_texture", "naive", "naive_swapped", "rotated", "shaded",
+            "shaded_diagonal", "shaded_fixed")
 #: the variants that need an artefact (data.artefact): a manipulation's or a naive move's
 ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive", "naive_swapped")
 
@@ -59,7 +60,10 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     perturbations.naive_artefact`; 'naive_swapped' its control with the references' roles
     swapped, from `--towards=disentangled`) or the positive-control arms 'oracle' / 'texture' /
     'wave' / 'wave_texture' (benchmark/data/oracle.py; eps default ORACLE_EPS), or
-    'rotated' (the sprite turned by eps orientation classes, benchmark/data/rotated.py). eps
+    'rotated' (the sprite turned by eps orientation classes, benchmark/data/rotated.py) or
+    'shaded' / 'shaded_diagonal' (a ramp of per-image brightness along posX / the diagonal,
+    peak eps, benchmark/data/variants.py) or 'shaded_fixed' (the posX ramp at full
+    brightness in every image). eps
     overrides an artefact's strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
@@ -92,6 +96,16 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
             raise ConfigError(f"the 'rotated' variant takes no artefact; found {artefact!r}")
         from benchmark.data.rotated import RotatedSprites
         return RotatedSprites(data, eps)
+    if variant in ("shaded", "shaded_diagonal", "shaded_fixed"):
+        if artefact is not None:
+            raise ConfigError(f"the 'shaded' variant takes no artefact; found {artefact!r}")
+        if eps is None:
+            raise ConfigError("the 'shaded' variant needs its peak brightness as data.eps "
+                              "(e.g. shaded@0.45), found none")
+        from benchmark.data.variants import ShadedData
+        return ShadedData(data, eps=eps, seed=seed,
+                          direction="diagonal" if variant == "shaded_diagonal" else "horizontal",
+                          fixed=variant == "shaded_fixed")
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
             command = ("perturbations.naive_artefact" if variant.startswith("naive")

@@ -5,6 +5,10 @@
 - `NoisyData` is paper 002 sec. 5.2: uniform pixel noise in [-eps, eps], eps 0.1 (dSprites)
   / 0.175 (Shapes3D), *fixed per image*: the noise of an image is a function of (seed,
   flat index), so repeated access returns the identical image.
+- `ShadedData` (the suite's own control, not paper 002's): a fixed ramp of light (along
+  posX, or the diagonal) whose brightness is drawn per image, fixed per image as the noise is. The sprite's
+  contrast varies over the image and from image to image, which a code linear in the
+  pixels reads, while the factors' local geometry stays on its axes.
 
 Reflection is appendix B.1 of paper 002: x - 2 relu(x - 1) + 2 relu(-x), which is the
 identity on [0, 1] and folds values in [-1, 2] back into [0, 1]; with eps <= 1 and x in
@@ -139,3 +143,77 @@ class NoisyData(AdditivePerturbation):
         factors = as_factor_array(factors, self.factor_sizes)
         return uniform_noise_by_index(self.base.index_of(factors), self.observation_shape,
                                       self.seed)
+
+
+def ramp_pattern(observation_shape: tuple[int, ...], direction: str = "horizontal"
+                 ) -> np.ndarray:
+    """float32 `observation_shape` (h, w, c) in [0, 1], the same in every channel:
+    'horizontal' column / (w - 1), 0 on the left edge and 1 on the right (along dSprites'
+    posX); 'diagonal' (row + column) / (h + w - 2), 0 top-left and 1 bottom-right."""
+    h, w = observation_shape[:2]
+    rows = np.arange(h, dtype=np.float32)[:, None]
+    cols = np.arange(w, dtype=np.float32)[None, :]
+    if direction == "horizontal":
+        ramp = np.broadcast_to(cols / np.float32(max(w - 1, 1)), (h, w))
+    elif direction == "diagonal":
+        ramp = (rows + cols) / np.float32(max(h + w - 2, 1))
+    else:
+        raise ValueError(f"ramp_pattern: expected direction 'horizontal' or 'diagonal', "
+                         f"found {direction!r}")
+    return np.broadcast_to(ramp[:, :, None], tuple(observation_shape)).astype(np.float32)
+
+
+class ShadedData(AdditivePerturbation):
+    """x' = reflect(x + eps * a * ramp): `ramp_pattern` times a brightness a ~ U(0, 1)
+    drawn per image (a fixed function of (seed, flat index), as `NoisyData`'s noise).
+
+    The ramp is independent of the factors, so every image's identity is kept. On a binary
+    sprite the background becomes eps a ramp and the sprite 1 - eps a ramp (reflected), so
+    its contrast, 1 - 2 eps a ramp, varies over the image and from image to image, which a
+    code linear in the pixels reads. Central differences of the factors
+    (benchmark.data.oracle.local_factor_gram) see each image's a independently: the local
+    geometry's correlation stays near 0 (0.009 horizontal, 0.032 diagonal at eps 0.45 on
+    the ellipse). The contrast itself changes along the ramp, so the ramp's direction is a
+    direction of the factors' plane: 'horizontal' (variant 'shaded') lies on posX,
+    'diagonal' (variant 'shaded_diagonal') on posX + posY, where a beta-VAE's code turned
+    (results/battery_pilot_shaded_cpu). Below eps 0.5 no pixel crosses 0.5, so a code of
+    the pixels thresholded at 0.5 is unchanged on a binary sprite.
+
+    Args:
+      base: the wrapped dataset.
+      eps: the ramp's peak brightness, in (0, 1].
+      seed: the seed of the per-image brightness.
+      direction: the ramp's, 'horizontal' or 'diagonal' (`ramp_pattern`).
+      fixed: every image at full brightness (a = 1; variant 'shaded_fixed'): a fixed
+        texture, the same in every image, so no nuisance to encode, only the contrast
+        falling along the ramp.
+    """
+
+    def __init__(self, base: GroundTruthData, eps: float, seed: int = 0,
+                 direction: str = "horizontal", fixed: bool = False):
+        if eps is None:
+            raise ValueError("the 'shaded' variant needs its peak brightness as data.eps "
+                             "(e.g. shaded@0.45), found none")
+        self.seed = int(seed)
+        self.direction = direction
+        self.fixed = bool(fixed)
+        self.ramp = ramp_pattern(tuple(base.observation_shape), direction)
+        variant = "shaded" if direction == "horizontal" else f"shaded_{direction}"
+        variant += "_fixed" if self.fixed else ""
+        super().__init__(base, self.delta, eps, variant=variant,
+                         metadata={"noise_seed": self.seed, "ramp": direction,
+                                   "fixed_brightness": self.fixed})
+
+    def brightness(self, factors) -> np.ndarray:
+        """The per-image brightness a, float32 (n,) in (0, 1) (1 for every image when
+        `fixed`)."""
+        factors = as_factor_array(factors, self.factor_sizes)
+        if self.fixed:
+            return np.ones(len(factors), dtype=np.float32)
+        noise = uniform_noise_by_index(self.base.index_of(factors), (1,), self.seed)
+        return (noise[:, 0] + np.float32(1.0)) * np.float32(0.5)
+
+    def delta(self, factors) -> np.ndarray:
+        """a * ramp, float32 (n, *observation_shape) in [0, 1)."""
+        a = self.brightness(factors)
+        return a.reshape((-1,) + (1,) * self.ramp.ndim) * self.ramp[None]

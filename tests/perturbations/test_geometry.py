@@ -88,6 +88,18 @@ def test_the_command_checks_the_rotated_sprite_and_refuses_a_turn_out_of_range()
         assert refused.returncode == 2 and message in refused.stderr.strip().splitlines()[-1]
 
 
+def test_the_command_checks_the_shading_beside_the_rotated_sprite():
+    """--shadings: the shading's rows follow the rotations' without a second original, and
+    keep the correlation near 0; a strength out of range is refused in one line."""
+    found = python_m("perturbations.geometry", "--rotations=5", "--shadings=0.45")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert found.stdout.count("| original |") == 1
+    row = next(line for line in found.stdout.splitlines() if "| shaded@0.45 |" in line)
+    assert row.startswith("| shaded (ellipse) |") and abs(float(row.split("|")[3])) < 0.06
+    refused = python_m("perturbations.geometry", "--shadings=1.5")
+    assert refused.returncode == 2 and "--shadings" in refused.stderr.strip().splitlines()[-1]
+
+
 def test_the_command_checks_the_rotated_sprite_on_a_strided_plane():
     """--factor_strides: posY at stride 2 has anisotropy 0.576 on the original, and
     rotated@5 turns its axis 25.1 deg off the axes (the tenth battery pilot's numbers)."""
