@@ -102,3 +102,20 @@ def test_shaded_refuses_a_missing_or_out_of_range_strength(ellipse, eps, message
         make_variant(ellipse, "shaded", eps=eps)
     with pytest.raises(ConfigError, match="takes no artefact"):
         make_variant(ellipse, "shaded", eps=0.45, artefact="somewhere")
+
+
+def test_the_fixed_shading_is_the_same_ramp_in_every_image(ellipse):
+    """'shaded_fixed': a = 1 everywhere, a texture with no nuisance to encode; the sprite
+    still keeps its side of 0.5."""
+    arm = make_variant(ellipse, "shaded_fixed", eps=0.45)
+    factors = np.stack(np.unravel_index(np.arange(0, ellipse.num_images, 11),
+                                        ellipse.factor_sizes), axis=1)
+    clean = ellipse.observations_from_factors(factors)
+    shaded = arm.observations_from_factors(factors)
+    np.testing.assert_array_equal(arm.brightness(factors), 1.0)
+    ramp = ramp_pattern(ellipse.observation_shape)[None]
+    np.testing.assert_allclose(shaded, np.where(clean == 1, 1 - 0.45 * ramp, 0.45 * ramp),
+                               atol=1e-6)
+    np.testing.assert_array_equal(shaded >= 0.5, clean >= 0.5)
+    assert arm.describe()["variant"] == "shaded_fixed"
+    assert arm.describe()["fixed_brightness"] is True
