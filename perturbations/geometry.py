@@ -234,6 +234,15 @@ def wave_rows(strengths: Sequence[float], strides: dict | None = None,
     return rows
 
 
+def _read_ellipse(kind: str, strides, ranges, fixed, plane, step):
+    """(data, the rows' name, the original's geometry row) of `kind`'s rows on the ellipse
+    (`_ellipse`), read in `plane` over differences of `step` classes."""
+    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    if step != 1:
+        suffix += f", steps of {step}"
+    return data, f"{kind} (ellipse{suffix})", geometry_row(data, tuple(plane), step=step)
+
+
 def rotation_rows(classes: Sequence[int], strides: dict | None = None,
                   ranges: dict | None = None, fixed: dict | None = None,
                   plane: Sequence[str] = PLANE, step: int = 1) -> list[dict]:
@@ -245,12 +254,8 @@ def rotation_rows(classes: Sequence[int], strides: dict | None = None,
     from benchmark.data.oracle import matched_noise_eps
     from benchmark.data.variants import NoisyData
 
-    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    data, name, original = _read_ellipse("rotated", strides, ranges, fixed, plane, step)
     plane = tuple(plane)
-    if step != 1:
-        suffix += f", steps of {step}"
-    name = f"rotated (ellipse{suffix})"
-    original = geometry_row(data, plane, step=step)
     rows = [{"name": name, "variant": "original", **original}]
     for k in classes:
         rows.append({"name": name, "variant": f"rotated@{k:g}",
@@ -268,18 +273,14 @@ def shading_rows(strengths: Sequence[float], strides: dict | None = None,
                  ranges: dict | None = None, fixed: dict | None = None,
                  plane: Sequence[str] = PLANE, step: int = 1,
                  with_original: bool = True) -> list[dict]:
-    """The 'shaded' arms on the ellipse (benchmark/data/variants.py: a diagonal ramp of
-    per-image brightness; reduced and read as `rotation_rows`): original (unless
+    """The 'shaded' arms on the ellipse (benchmark/data/variants.py: a ramp of per-image
+    brightness along posX; reduced and read as `rotation_rows`): original (unless
     `with_original` is False, when another row set has it), then the shading at each peak
     brightness."""
     from benchmark.data import make_variant
 
-    data, suffix = _ellipse(strides, ranges, fixed, plane)
+    data, name, original = _read_ellipse("shaded", strides, ranges, fixed, plane, step)
     plane = tuple(plane)
-    if step != 1:
-        suffix += f", steps of {step}"
-    name = f"shaded (ellipse{suffix})"
-    original = geometry_row(data, plane, step=step)
     rows = [{"name": name, "variant": "original", **original}] if with_original else []
     for eps in strengths:
         rows.append({"name": name, "variant": f"shaded@{eps:g}",
@@ -345,6 +346,17 @@ def define_flags() -> None:
                         "at all).")
 
 
+def _unit_strengths(flag: str, given: list[str], what: str) -> list[float]:
+    """--`flag`'s values as numbers in (0, 1], else a UserError naming the flag."""
+    try:
+        values = [float(s) for s in given]
+    except ValueError:
+        raise UserError(f"--{flag}: expected numbers, found {given}") from None
+    if any(not 0 < s <= 1 for s in values):
+        raise UserError(f"--{flag}: expected {what} in (0, 1], found {values}")
+    return values
+
+
 @cli_main
 def main(argv) -> None:
     from absl import flags
@@ -367,23 +379,13 @@ def main(argv) -> None:
         else:
             raise UserError(f"expected an artefact directory with {METADATA} (or a folder of "
                             f"them), found none at {directory}")
-    try:
-        strengths = [float(s) for s in flags.FLAGS.waves]
-    except ValueError:
-        raise UserError(f"--waves: expected numbers, found {flags.FLAGS.waves}") from None
-    if any(not 0 < s <= 1 for s in strengths):
-        raise UserError(f"--waves: expected strengths in (0, 1], found {strengths}")
+    strengths = _unit_strengths("waves", flags.FLAGS.waves, "strengths")
     try:
         turns = [int(s) for s in flags.FLAGS.rotations]
     except ValueError:
         raise UserError(f"--rotations: expected whole numbers of orientation classes, found "
                         f"{flags.FLAGS.rotations}") from None
-    try:
-        shadings = [float(s) for s in flags.FLAGS.shadings]
-    except ValueError:
-        raise UserError(f"--shadings: expected numbers, found {flags.FLAGS.shadings}") from None
-    if any(not 0 < s <= 1 for s in shadings):
-        raise UserError(f"--shadings: expected peak brightnesses in (0, 1], found {shadings}")
+    shadings = _unit_strengths("shadings", flags.FLAGS.shadings, "peak brightnesses")
     strides = (parse_factor_dict(flags.FLAGS.factor_strides, "--factor_strides",
                                  "{'posY': 2}") if flags.FLAGS.factor_strides else None)
     ranges = (parse_factor_dict(flags.FLAGS.factor_ranges, "--factor_ranges",
