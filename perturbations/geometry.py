@@ -53,7 +53,7 @@ with --waves, the wave (benchmark/data/oracle.py) at those strengths on the 2-fa
 (the dose-response the threshold comes from), its fixed-phase texture and matched noise as
 controls; with --rotations, the ellipse's sprite turned by that many orientation classes
 (benchmark/data/rotated.py) and noise matched in energy to the first; with --shadings, the
-'shaded' control (a diagonal ramp of per-image brightness). `--fixed_factors` and
+'shaded' control (a ramp of per-image brightness along posX). `--fixed_factors` and
 `--plane` move both to another plane of the ellipse (e.g. scale x posX with posY fixed;
 the wave's phase then moves in that plane, as data.wave_factors makes it in a run).
 Artefact datasets without posX and posY have no plane here: reported, not checked.
@@ -321,7 +321,7 @@ def define_flags() -> None:
                       "classes (the 'rotated' variant), to check beside the artefacts, e.g. "
                       "5,10.")
     flags.DEFINE_list("shadings", [], "Peak brightnesses of the 'shaded' control on the "
-                      "ellipse (a diagonal ramp of per-image brightness, "
+                      "ellipse (a ramp of per-image brightness along posX, "
                       "benchmark/data/variants.py), to check that it keeps the local "
                       "geometry on its axes, e.g. 0.45.")
     flags.DEFINE_string("factor_strides", None, "--waves and --rotations: keep every "

@@ -6,9 +6,9 @@
   / 0.175 (Shapes3D), *fixed per image*: the noise of an image is a function of (seed,
   flat index), so repeated access returns the identical image.
 - `ShadedData` (the suite's own control, not paper 002's): a fixed ramp of light (along
-  posX, or the diagonal) whose brightness is drawn per image, fixed per image as the noise is. The sprite's
-  contrast varies over the image and from image to image, which a code linear in the
-  pixels reads, while the factors' local geometry stays on its axes.
+  posX, or the diagonal) whose brightness is drawn per image, fixed per image as the
+  noise is. The sprite's contrast varies over the image and from image to image, which a
+  code linear in the pixels reads, while the factors' local geometry stays on its axes.
 
 Reflection is appendix B.1 of paper 002: x - 2 relu(x - 1) + 2 relu(-x), which is the
 identity on [0, 1] and folds values in [-1, 2] back into [0, 1]; with eps <= 1 and x in
@@ -175,8 +175,9 @@ class ShadedData(AdditivePerturbation):
     geometry's correlation stays near 0 (0.009 horizontal, 0.032 diagonal at eps 0.45 on
     the ellipse). The contrast itself changes along the ramp, so the ramp's direction is a
     direction of the factors' plane: 'horizontal' (variant 'shaded') lies on posX,
-    'diagonal' (variant 'shaded_diagonal') on posX + posY, where a beta-VAE's code turned
-    (results/battery_pilot_shaded_cpu). Below eps 0.5 no pixel crosses 0.5, so a code of
+    'diagonal' (variant 'shaded_diagonal') on posX + posY. At eps 0.45 every form costs a
+    beta-VAE's MIG as much as a pixel-linear code's (results/battery_pilot_shaded_cpu).
+    Below eps 0.5 no pixel crosses 0.5, so a code of
     the pixels thresholded at 0.5 is unchanged on a binary sprite.
 
     Args:
