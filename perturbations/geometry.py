@@ -53,7 +53,8 @@ with --waves, the wave (benchmark/data/oracle.py) at those strengths on the 2-fa
 (the dose-response the threshold comes from), its fixed-phase texture and matched noise as
 controls; with --rotations, the ellipse's sprite turned by that many orientation classes
 (benchmark/data/rotated.py) and noise matched in energy to the first; with --shadings, the
-'shaded' control (a ramp of per-image brightness along posX). `--fixed_factors` and
+'shaded' control (a ramp of per-image brightness along posX); with --vignettes, the
+'vignetted' control (a fixed radial gain). `--fixed_factors` and
 `--plane` move both to another plane of the ellipse (e.g. scale x posX with posY fixed;
 the wave's phase then moves in that plane, as data.wave_factors makes it in a run).
 Artefact datasets without posX and posY have no plane here: reported, not checked.
@@ -269,22 +270,23 @@ def rotation_rows(classes: Sequence[int], strides: dict | None = None,
     return rows
 
 
-def shading_rows(strengths: Sequence[float], strides: dict | None = None,
+def control_rows(variant: str, strengths: Sequence[float], strides: dict | None = None,
                  ranges: dict | None = None, fixed: dict | None = None,
                  plane: Sequence[str] = PLANE, step: int = 1,
                  with_original: bool = True) -> list[dict]:
-    """The 'shaded' arms on the ellipse (benchmark/data/variants.py: a ramp of per-image
-    brightness along posX; reduced and read as `rotation_rows`): original (unless
-    `with_original` is False, when another row set has it), then the shading at each peak
-    brightness."""
+    """The arms of a control `variant` that takes a strength, on the ellipse (reduced and
+    read as `rotation_rows`): 'shaded' (a ramp of per-image brightness along posX) or
+    'vignetted' (a fixed radial gain; benchmark/data/variants.py). The original (unless
+    `with_original` is False, when another row set has it), then the control at each
+    strength."""
     from benchmark.data import make_variant
 
-    data, name, original = _read_ellipse("shaded", strides, ranges, fixed, plane, step)
+    data, name, original = _read_ellipse(variant, strides, ranges, fixed, plane, step)
     plane = tuple(plane)
     rows = [{"name": name, "variant": "original", **original}] if with_original else []
     for eps in strengths:
-        rows.append({"name": name, "variant": f"shaded@{eps:g}",
-                     **geometry_row(make_variant(data, "shaded", eps=eps), plane,
+        rows.append({"name": name, "variant": f"{variant}@{eps:g}",
+                     **geometry_row(make_variant(data, variant, eps=eps), plane,
                                     original_axis=original["axis_deg"], step=step)})
     return rows
 
@@ -324,6 +326,9 @@ def define_flags() -> None:
                       "ellipse (a ramp of per-image brightness along posX, "
                       "benchmark/data/variants.py), to check that it keeps the local "
                       "geometry on its axes, e.g. 0.45.")
+    flags.DEFINE_list("vignettes", [], "Strengths of the 'vignetted' control on the ellipse "
+                      "(every image times a fixed radial gain, 1 - eps in the corners, "
+                      "benchmark/data/variants.py), e.g. 0.25.")
     flags.DEFINE_string("factor_strides", None, "--waves and --rotations: keep every "
                         "stride-th class of the ellipse's posX or posY, as data.factor_strides "
                         "(a dict literal, e.g. \"{'posY': 2}\").")
@@ -367,7 +372,7 @@ def main(argv) -> None:
 
     named = [pathlib.Path(a) for a in argv[1:]]
     if (not named and not flags.FLAGS.waves and not flags.FLAGS.rotations
-            and not flags.FLAGS.shadings):
+            and not flags.FLAGS.shadings and not flags.FLAGS.vignettes):
         named = [pathlib.Path(find_published(DEFAULT_ARTEFACTS))]
     given = []
     for directory in named:          # an artefact, or a folder of them
@@ -386,6 +391,10 @@ def main(argv) -> None:
         raise UserError(f"--rotations: expected whole numbers of orientation classes, found "
                         f"{flags.FLAGS.rotations}") from None
     shadings = _unit_strengths("shadings", flags.FLAGS.shadings, "peak brightnesses")
+    vignettes = _unit_strengths("vignettes", flags.FLAGS.vignettes, "strengths")
+    if 1.0 in vignettes:
+        raise UserError(f"--vignettes: expected strengths below 1 (a gain of 0 in the corners "
+                        f"erases those pixels), found {vignettes}")
     strides = (parse_factor_dict(flags.FLAGS.factor_strides, "--factor_strides",
                                  "{'posY': 2}") if flags.FLAGS.factor_strides else None)
     ranges = (parse_factor_dict(flags.FLAGS.factor_ranges, "--factor_ranges",
@@ -398,14 +407,16 @@ def main(argv) -> None:
                       step) if strengths else [])
     # a turn out of range: ConfigError
     rows += rotation_rows(turns, strides, ranges, fixed, plane, step) if turns else []
-    rows += (shading_rows(shadings, strides, ranges, fixed, plane, step,
-                          with_original=not rows) if shadings else [])
+    for variant, values in (("shaded", shadings), ("vignetted", vignettes)):
+        rows += (control_rows(variant, values, strides, ranges, fixed, plane, step,
+                              with_original=not rows) if values else [])
     for directory in given:
         rows.extend(artefact_rows(directory))
     print("\n".join(table_lines(rows)))
     if flags.FLAGS.out:
         payload = {"threshold_correlation": THRESHOLD_CORRELATION,
-                   "plane": list(plane if strengths or turns or shadings else PLANE),
+                   "plane": list(plane if strengths or turns or shadings or vignettes
+                                 else PLANE),
                    "rows": rows}
         print(write_json(flags.FLAGS.out, json.loads(json.dumps(payload))))
 

@@ -16,7 +16,7 @@ from benchmark.data.ground_truth import GroundTruthData
 DATASETS = ("dsprites", "shapes3d")
 VARIANTS = ("original", "noisy", "modified", "modified_texture", "oracle", "texture", "wave",
             "wave_texture", "naive", "naive_swapped", "rotated", "shaded",
-            "shaded_diagonal", "shaded_fixed")
+            "shaded_diagonal", "shaded_fixed", "vignetted")
 #: the variants that need an artefact (data.artefact): a manipulation's or a naive move's
 ARTEFACT_VARIANTS = ("modified", "modified_texture", "naive", "naive_swapped")
 
@@ -63,7 +63,8 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     'rotated' (the sprite turned by eps orientation classes, benchmark/data/rotated.py) or
     'shaded' / 'shaded_diagonal' (a ramp of per-image brightness along posX / the diagonal,
     peak eps, benchmark/data/variants.py) or 'shaded_fixed' (the posX ramp at full
-    brightness in every image). eps
+    brightness in every image) or 'vignetted' (every image times the same radial gain, 1
+    at the centre and 1 - eps in the corners). eps
     overrides an artefact's strength. artefact_loader(data, directory, eps, texture=bool) -> the variant an artefact
     directory defines (perturbations.artefact.load_variant), needed when `artefact` is.
     wave_direction: the direction (degrees) in the (posX, posY) plane along which the
@@ -106,6 +107,14 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
         return ShadedData(data, eps=eps, seed=seed,
                           direction="diagonal" if variant == "shaded_diagonal" else "horizontal",
                           fixed=variant == "shaded_fixed")
+    if variant == "vignetted":
+        if artefact is not None:
+            raise ConfigError(f"the 'vignetted' variant takes no artefact; found {artefact!r}")
+        if eps is None:
+            raise ConfigError("the 'vignetted' variant needs the gain's fall to the corners "
+                              "as data.eps (e.g. vignetted@0.25), found none")
+        from benchmark.data.variants import VignettedData
+        return VignettedData(data, eps=eps)
     if artefact is None:
         if variant in ARTEFACT_VARIANTS:
             command = ("perturbations.naive_artefact" if variant.startswith("naive")

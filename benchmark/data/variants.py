@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from benchmark.core.errors import check_range
+from benchmark.core.errors import ConfigError, check_range
 from benchmark.data.ground_truth import GroundTruthData, as_factor_array
 
 #: Noise strength of paper 002 sec. 5.2 per dataset.
@@ -149,7 +149,9 @@ def ramp_pattern(observation_shape: tuple[int, ...], direction: str = "horizonta
                  ) -> np.ndarray:
     """float32 `observation_shape` (h, w, c) in [0, 1], the same in every channel:
     'horizontal' column / (w - 1), 0 on the left edge and 1 on the right (along dSprites'
-    posX); 'diagonal' (row + column) / (h + w - 2), 0 top-left and 1 bottom-right."""
+    posX); 'diagonal' (row + column) / (h + w - 2), 0 top-left and 1 bottom-right;
+    'radial' the distance from the image's centre over the centre's distance to a corner,
+    0 at the centre and 1 in the corners."""
     h, w = observation_shape[:2]
     rows = np.arange(h, dtype=np.float32)[:, None]
     cols = np.arange(w, dtype=np.float32)[None, :]
@@ -157,8 +159,12 @@ def ramp_pattern(observation_shape: tuple[int, ...], direction: str = "horizonta
         ramp = np.broadcast_to(cols / np.float32(max(w - 1, 1)), (h, w))
     elif direction == "diagonal":
         ramp = (rows + cols) / np.float32(max(h + w - 2, 1))
+    elif direction == "radial":
+        u = rows / np.float32(max(h - 1, 1)) - np.float32(0.5)
+        v = cols / np.float32(max(w - 1, 1)) - np.float32(0.5)
+        ramp = np.sqrt(u * u + v * v) / np.float32(np.sqrt(0.5))
     else:
-        raise ValueError(f"ramp_pattern: expected direction 'horizontal' or 'diagonal', "
+        raise ValueError(f"ramp_pattern: expected direction 'horizontal', 'diagonal' or 'radial', "
                          f"found {direction!r}")
     return np.broadcast_to(ramp[:, :, None], tuple(observation_shape)).astype(np.float32)
 
@@ -218,3 +224,47 @@ class ShadedData(AdditivePerturbation):
         """a * ramp, float32 (n, *observation_shape) in [0, 1)."""
         a = self.brightness(factors)
         return a.reshape((-1,) + (1,) * self.ramp.ndim) * self.ramp[None]
+
+
+class VignettedData(GroundTruthData):
+    """x' = x * (1 - eps * radial): every image darkened by the same fixed gain, 1 at the
+    centre and 1 - eps in the corners (`ramp_pattern` 'radial'), as a camera's vignetting.
+
+    A fixed invertible linear map of the pixels, the same for every image, with no
+    randomness: every image keeps its identity, a black background stays black, and a
+    binary sprite's pixels keep a contrast of at least 1 - eps. The gain is nearly constant
+    over a small sprite's footprint, so the images' local geometry keeps its directions and
+    changes only its scale (by the squared gain at the sprite). What it does change is the
+    pixels' covariance, which a code linear in the pixels (a PCA) is fitted to. For eps <
+    0.5 no sprite pixel falls below 0.5, so a code of the pixels thresholded at 0.5 is
+    unchanged on a binary sprite.
+
+    Args:
+      base: the wrapped dataset.
+      eps: the gain's fall from the centre to the corners, in (0, 1).
+    """
+
+    variant = "vignetted"
+
+    def __init__(self, base: GroundTruthData, eps: float):
+        if eps is None:
+            raise ValueError("the 'vignetted' variant needs the gain's fall to the corners as "
+                             "data.eps (e.g. vignetted@0.25), found none")
+        if check_range("vignette strength (data.eps)", eps, 0.0, 1.0, low_open=True) == 1.0:
+            raise ConfigError("vignette strength (data.eps): expected a value in (0, 1), "
+                              "found 1.0 (a gain of 0 in the corners erases those pixels)")
+        self.base = base
+        self.eps = float(eps)
+        self.gain = (np.float32(1.0) - np.float32(self.eps)
+                     * ramp_pattern(tuple(base.observation_shape), "radial"))
+        self.adopt_grid(base)
+
+    def observations_from_factors(self, factors, rng=None) -> np.ndarray:
+        factors = as_factor_array(factors, self.factor_sizes)
+        images = self.base.observations_from_factors(factors, rng)
+        images *= self.gain[None]
+        return images
+
+    def describe(self) -> dict:
+        return {**self.base.describe(), "variant": self.variant, "eps": self.eps,
+                "gain": "1 - eps * radial"}

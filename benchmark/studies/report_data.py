@@ -201,8 +201,8 @@ ORACLE_ARMS = ("oracle", "texture", "wave", "wave_texture")
 def default_eps(base: str, dataset: str) -> float | None:
     """The strength a variant has when none is given: paper 002's per dataset, or the
     oracle control's (benchmark/data/oracle.py) for its arms; None for 'rotated' and
-    the shadings (their strength is always given)."""
-    if base in ("rotated", "shaded", "shaded_diagonal", "shaded_fixed"):
+    the shadings and the vignette (their strength is always given)."""
+    if base in ("rotated", "shaded", "shaded_diagonal", "shaded_fixed", "vignetted"):
         return None
     from benchmark.data.oracle import ORACLE_EPS
     from benchmark.data.variants import DEFAULT_EPS

@@ -100,6 +100,18 @@ def test_the_command_checks_the_shading_beside_the_rotated_sprite():
     assert refused.returncode == 2 and "--shadings" in refused.stderr.strip().splitlines()[-1]
 
 
+def test_the_command_checks_the_vignette_beside_the_rotated_sprite():
+    """--vignettes: the vignette's rows follow the rotations' without a second original and
+    keep the correlation at 0; a gain of 0 in the corners is refused in one line."""
+    found = python_m("perturbations.geometry", "--rotations=5", "--vignettes=0.25")
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert found.stdout.count("| original |") == 1
+    row = next(line for line in found.stdout.splitlines() if "| vignetted@0.25 |" in line)
+    assert row.startswith("| vignetted (ellipse) |") and abs(float(row.split("|")[3])) < 0.01
+    refused = python_m("perturbations.geometry", "--vignettes=1")
+    assert refused.returncode == 2 and "--vignettes" in refused.stderr.strip().splitlines()[-1]
+
+
 def test_the_command_checks_the_rotated_sprite_on_a_strided_plane():
     """--factor_strides: posY at stride 2 has anisotropy 0.576 on the original, and
     rotated@5 turns its axis 25.1 deg off the axes (the tenth battery pilot's numbers)."""
