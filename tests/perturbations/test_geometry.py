@@ -88,28 +88,23 @@ def test_the_command_checks_the_rotated_sprite_and_refuses_a_turn_out_of_range()
         assert refused.returncode == 2 and message in refused.stderr.strip().splitlines()[-1]
 
 
-def test_the_command_checks_the_shading_beside_the_rotated_sprite():
-    """--shadings: the shading's rows follow the rotations' without a second original, and
-    keep the correlation near 0; a strength out of range is refused in one line."""
-    found = python_m("perturbations.geometry", "--rotations=5", "--shadings=0.45")
+@pytest.mark.parametrize("flag, strength, variant, bound, refused_strength", [
+    ("shadings", 0.45, "shaded", 0.06, "1.5"),       # out of (0, 1]
+    ("vignettes", 0.25, "vignetted", 0.01, "1"),     # a gain of 0 in the corners
+])
+def test_the_command_checks_a_control_beside_the_rotated_sprite(flag, strength, variant,
+                                                                 bound, refused_strength):
+    """--shadings, --vignettes: the control's rows follow the rotations' without a second
+    original and keep the correlation near 0; a strength out of range is refused in one
+    line."""
+    found = python_m("perturbations.geometry", "--rotations=5", f"--{flag}={strength:g}")
     assert found.returncode == 0, found.stderr[-2000:]
     assert found.stdout.count("| original |") == 1
-    row = next(line for line in found.stdout.splitlines() if "| shaded@0.45 |" in line)
-    assert row.startswith("| shaded (ellipse) |") and abs(float(row.split("|")[3])) < 0.06
-    refused = python_m("perturbations.geometry", "--shadings=1.5")
-    assert refused.returncode == 2 and "--shadings" in refused.stderr.strip().splitlines()[-1]
-
-
-def test_the_command_checks_the_vignette_beside_the_rotated_sprite():
-    """--vignettes: the vignette's rows follow the rotations' without a second original and
-    keep the correlation at 0; a gain of 0 in the corners is refused in one line."""
-    found = python_m("perturbations.geometry", "--rotations=5", "--vignettes=0.25")
-    assert found.returncode == 0, found.stderr[-2000:]
-    assert found.stdout.count("| original |") == 1
-    row = next(line for line in found.stdout.splitlines() if "| vignetted@0.25 |" in line)
-    assert row.startswith("| vignetted (ellipse) |") and abs(float(row.split("|")[3])) < 0.01
-    refused = python_m("perturbations.geometry", "--vignettes=1")
-    assert refused.returncode == 2 and "--vignettes" in refused.stderr.strip().splitlines()[-1]
+    row = next(line for line in found.stdout.splitlines()
+               if f"| {variant}@{strength:g} |" in line)
+    assert row.startswith(f"| {variant} (ellipse) |") and abs(float(row.split("|")[3])) < bound
+    refused = python_m("perturbations.geometry", f"--{flag}={refused_strength}")
+    assert refused.returncode == 2 and f"--{flag}" in refused.stderr.strip().splitlines()[-1]
 
 
 def test_the_command_checks_the_rotated_sprite_on_a_strided_plane():
