@@ -110,9 +110,6 @@ def make_variant(data: GroundTruthData, variant: str = "original", eps: float | 
     if variant == "vignetted":
         if artefact is not None:
             raise ConfigError(f"the 'vignetted' variant takes no artefact; found {artefact!r}")
-        if eps is None:
-            raise ConfigError("the 'vignetted' variant needs the gain's fall to the corners "
-                              "as data.eps (e.g. vignetted@0.25), found none")
         from benchmark.data.variants import VignettedData
         return VignettedData(data, eps=eps)
     if artefact is None:

@@ -248,8 +248,8 @@ class VignettedData(GroundTruthData):
 
     def __init__(self, base: GroundTruthData, eps: float):
         if eps is None:
-            raise ValueError("the 'vignetted' variant needs the gain's fall to the corners as "
-                             "data.eps (e.g. vignetted@0.25), found none")
+            raise ConfigError("the 'vignetted' variant needs the gain's fall to the corners "
+                              "as data.eps (e.g. vignetted@0.25), found none")
         if check_range("vignette strength (data.eps)", eps, 0.0, 1.0, low_open=True) == 1.0:
             raise ConfigError("vignette strength (data.eps): expected a value in (0, 1), "
                               "found 1.0 (a gain of 0 in the corners erases those pixels)")
@@ -261,9 +261,7 @@ class VignettedData(GroundTruthData):
 
     def observations_from_factors(self, factors, rng=None) -> np.ndarray:
         factors = as_factor_array(factors, self.factor_sizes)
-        images = self.base.observations_from_factors(factors, rng)
-        images *= self.gain[None]
-        return images
+        return self.base.observations_from_factors(factors, rng) * self.gain[None]
 
     def describe(self) -> dict:
         return {**self.base.describe(), "variant": self.variant, "eps": self.eps,
