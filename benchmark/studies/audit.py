@@ -36,7 +36,7 @@ modified against noisy.
      (one-sided Welch); else INCONCLUSIVE, "does not disentangle at this scale";
    - DEPENDS on local structure: a significant MIG drop on the manipulated arm (one-sided
      Welch), significantly larger than the drop on every control (stats.drop_difference),
-     so it is not mere sensitivity to noise or texture of the same energy, *and* either a
+     so it is not mere sensitivity to a change that keeps the structure, *and* either a
      turn of the code (misalignment up on the manipulated arm, one-sided Welch, over the
      runs whose latents follow the battery's plane linearly) or a smaller share of its MIG
      kept than the reference AE keeps on that arm (stats.keeps_less);
@@ -50,7 +50,7 @@ modified against noisy.
      ROBUST too: it is smaller than the effect the audit looks for);
    - SENSITIVE: a significant drop on the manipulated arm that is not significantly
      larger than on a control, where the drop on that control is itself significant: the
-     code is hurt by a perturbation of the same energy that keeps the removed structure,
+     code is hurt by a control, a perturbation that keeps the removed structure,
      so a dependence on that structure is not separated from it (the pattern of the
      reference beta-VAE when its drop is not specific);
    - INCONCLUSIVE otherwise, with the seeds per arm (stats.seeds_needed, power 0.8 at the

@@ -3,7 +3,7 @@
 A reference study (benchmark/studies/study.py) names its battery in `study.battery`:
 
     {'manipulated': 'wave@0.3',                          the arm whose effect is audited
-     'controls': ['noisy@0.3675', 'wave_texture@0.3'],   same energy, no factor dependence
+     'controls': ['noisy@0.3675', 'wave_texture@0.3'],   keep what the manipulation removes
      'sweep': 'wave',                                    strengths of the dose-response
      'plane': [0, 1]}                                    factor columns of the angle
 

@@ -302,8 +302,8 @@ def check_hypothesis_metrics(registered: list[dict], battery: dict | None) -> No
 
 def check_battery(battery, variants) -> dict:
     """A study's battery, checked against its variants: {'manipulated': the variant whose
-    effect an audit tests (e.g. 'wave@0.3'), 'controls': [variants of the same energy that
-    lack the manipulation's dependence on the factors], 'sweep': the base variant whose
+    effect an audit tests (e.g. 'wave@0.3'), 'controls': [variants that change the images
+    without the manipulation's dependence on the factors], 'sweep': the base variant whose
     strengths form the dose-response (optional), 'plane': two factor columns in which the
     alignment angle is measured (optional, benchmark/metrics/alignment.py)}. Returns it
     normalised; ValueError naming what was expected and found."""

@@ -89,7 +89,7 @@ def test_depends_needs_a_drop_larger_than_on_noise():
     # drops as much on noise (significantly) as on the manipulation: SENSITIVE, not DEPENDS
     for noisy in ([0.05, 0.06, 0.04, 0.05], [0.08, 0.16, 0.10, 0.14]):
         result = verdict.verdict(_arms(HIGH, LOW, noisy), BETA_VAE, AE)
-        assert result["label"] == "SENSITIVE" and "hurt by noise of the same energy" in result["reason"]
+        assert result["label"] == "SENSITIVE" and "hurt by noise, a control that keeps" in result["reason"]
         assert result["tests"]["control_drops"]["noisy"]["p_drop"] == pytest.approx(
             _one_sided(HIGH, noisy))
         assert result["seeds_needed"] is None
@@ -125,9 +125,9 @@ def test_depends_needs_a_larger_drop_than_on_every_control():
     assert set(result["tests"]["positive_control_specificity"]) == {
         "noisy@0.37", "wave_texture@0.3"}
     assert "Its drop is specific" in result["positive_control"]
-    # as large a drop on the texture of the same energy: texture sensitivity, not DEPENDS
+    # as large a drop on the texture control: texture sensitivity, not DEPENDS
     result = verdict.verdict(arms(HIGH, LOW, flat, LOW), beta_vae, AE, **battery)
-    assert result["label"] == "SENSITIVE" and "hurt by the texture of the same energy" in result["reason"]
+    assert result["label"] == "SENSITIVE" and "hurt by the texture, a control that keeps" in result["reason"]
     assert "wave_texture@0.3 data" in result["reason"]
     assert "the reference β-VAE's drop is specific at this scale" in result["reason"]
     # a reference beta-VAE that drops as much on its texture: its drop is not specific,
