@@ -107,6 +107,33 @@ def test_depends_needs_a_drop_larger_than_on_noise():
     assert result["label"] == "INCONCLUSIVE" and "noise sensitivity" in result["reason"]
 
 
+def test_sensitive_names_the_vignette_and_every_control_that_hurts():
+    """The vignette battery's pattern for a pixel-linear code: a small drop on the turned
+    sprite, a larger one on the vignette, none on the others."""
+    names = ("original", "rotated@5", "noisy@0.0811", "rotated@10", "vignetted@0.25")
+
+    def arms(*values):
+        return {n: {"kept": list(v), "overpruned": []} for n, v in zip(names, values)}
+    battery = dict(manipulated="rotated@5",
+                   controls=["noisy@0.0811", "rotated@10", "vignetted@0.25"])
+    beta_vae = arms(HIGH, LOW, HIGH, HIGH, HIGH)
+    ae = arms(*[AE_MIG] * 5)
+    ica = [0.28, 0.29, 0.28, 0.285]
+    turned, lost = [0.18, 0.175, 0.185, 0.18], [0.03, 0.035, 0.03, 0.032]
+    result = verdict.verdict(arms(ica, turned, ica, ica, lost), beta_vae, ae, **battery)
+    assert result["label"] == "SENSITIVE"
+    assert "hurt by the vignette, a control that keeps" in result["reason"]
+    assert set(result["tests"]["control_drops"]) == {"vignetted@0.25"}
+    assert "of the same energy" not in result["reason"]
+    # hurt by two controls at once: both named, in the plural
+    result = verdict.verdict(arms(ica, turned, lost, ica, lost), beta_vae, ae, **battery)
+    assert result["label"] == "SENSITIVE"
+    assert "hurt by noise and the vignette, controls that keep" in result["reason"]
+    # another control is named as itself
+    result = verdict.verdict(arms(ica, turned, ica, lost, ica), beta_vae, ae, **battery)
+    assert "hurt by rotated@10, a control that keeps" in result["reason"]
+
+
 def test_depends_needs_a_larger_drop_than_on_every_control():
     def arms(original, wave, noisy, texture):
         return {"original": {"kept": original, "overpruned": []},
