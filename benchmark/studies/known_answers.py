@@ -189,6 +189,23 @@ class Reference:
         labels = {battery_lib.label(v, self.dataset) for v in own}
         return [arm for arm in self.compared if arm in labels]
 
+    def planned_missing(self, model: str) -> list[str]:
+        """`missing` against the seeds the study plans for each of `model`'s arms
+        (study.cell_seeds' 'model/variant', else its 'model', else study.seeds)."""
+        cells = self.settings.get("cell_seeds") or {}
+        study_seeds = self.settings.get("seeds") or []
+        variants = (self.settings.get("model_variants") or {}).get(
+            model, self.settings.get("variants") or [])
+        out = []
+        for variant in variants:
+            arm = battery_lib.label(variant, self.dataset)
+            if arm not in self.compared:
+                continue
+            seeds = cells.get(f"{model}/{variant}", cells.get(model, study_seeds))
+            out += [m for m in self.missing(model, [int(s) for s in seeds])
+                    if m.startswith(f"{model} on {arm},")]
+        return out
+
     def missing(self, model: str, seeds) -> list[str]:
         """'model on arm, seed(s) ...' for each registered arm lacking a finished run."""
         arms = self.model_arms(model, seeds)
@@ -219,9 +236,7 @@ def _decide_look(reference: Reference, row: dict, seeds, margin_fraction: float,
 def reference_row(reference: Reference, row: dict, margin_fraction: float,
                   reference_alpha: float = stats.ALPHA) -> dict:
     """A row of the reference's own runs, decided look by look (the module's docstring)."""
-    study_seeds = [int(s) for s in reference.settings.get("seeds") or []]
-    missing = [m for model in ("beta_vae", "ae") for m in reference.missing(model,
-                                                                             study_seeds)]
+    missing = [m for model in ("beta_vae", "ae") for m in reference.planned_missing(model)]
     if missing:
         return {"status": PENDING, "outcome": None, "look": None,
                 "reason": "the reference's runs have not all finished: " + "; ".join(missing)}

@@ -136,6 +136,24 @@ def test_an_unfinished_reference_leaves_its_rows_pending(tmp_path):
     assert "ae on rotated@5, seed(s) 4" in pcl["reason"]
 
 
+def test_a_reference_model_with_fewer_seeds_is_complete_at_its_own_seeds(tmp_path):
+    """study.cell_seeds gives the AE seeds 0-3 of the study's 0-4: the rows are decided
+    once those have finished, and a missing one of them still leaves the rows pending."""
+    root = _reference(tmp_path / "ref", {"original": (0.40, 0.2), "rotated@5": (0.40, 0.2)})
+    study = json.loads((root / "study.json").read_text())
+    study["settings"]["cell_seeds"] = {"ae": [0, 1, 2, 3]}
+    (root / "study.json").write_text(json.dumps(study))
+    for arm in ARMS[:2]:
+        for name in ("results.json", "eval_codes.npz"):
+            (root / "runs" / f"ae_dsprites_{arm}_seed4" / name).unlink(missing_ok=True)
+    pcl = _score(root, _row())["rows"][0]
+    assert pcl["status"] != known_answers.PENDING, pcl["reason"]
+    (root / "runs" / "ae_dsprites_original_seed3" / "results.json").unlink()
+    pcl = _score(root, _row())["rows"][0]
+    assert pcl["status"] == known_answers.PENDING
+    assert "ae on original, seed(s) 3" in pcl["reason"] and "seed(s) 3-4" not in pcl["reason"]
+
+
 def _floor_audit(tmp_path, root, seeds=(0, 1, 2)):
     """An audit of a method at the AE floor, written by the audit's own report."""
     out = tmp_path / "audit_ae"
