@@ -32,7 +32,7 @@ quickstart: install
 
 # The fast loop (tests marked slow left out), then the slow end-to-end tests; CI runs both.
 test: install-test
-	$(PY) -m pytest -n 2 -q -m "not slow" --durations=5 tests
+	$(PY) -m pytest -n 2 -q -m "not slow" --durations=15 tests
 
 test-slow: install-test
 	$(PY) -m pytest -n 2 -q -m slow --durations=15 tests

@@ -206,8 +206,6 @@ def test_d7_a_storage_failure_is_one_line_naming_the_path(tmp_path):
         from absl import app
         from benchmark.core.atomic import write_json
         from benchmark.core.errors import cli_main
-        from benchmark.runs.train import storage_errors
-        import tensorflow as tf
 
         @cli_main
         def main(argv):
@@ -216,7 +214,9 @@ def test_d7_a_storage_failure_is_one_line_naming_the_path(tmp_path):
                     raise OSError(errno.ENOSPC, "No space left on device")
                 os.replace = full
                 write_json({str(tmp_path / 'out' / 'results.json')!r}, {{}})
-            if argv[1] == "tf":
+            if argv[1] == "tf":    # only this kind needs TensorFlow's import (seconds)
+                import tensorflow as tf
+                from benchmark.runs.train import storage_errors
                 with storage_errors({str(tmp_path / 'out' / 'checkpoints')!r}):
                     raise tf.errors.ResourceExhaustedError(
                         None, None, "/x/ckpt-2_temp/part; No space left on device")
