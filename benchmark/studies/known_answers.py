@@ -191,28 +191,28 @@ class Reference:
 
     def planned_missing(self, model: str) -> list[str]:
         """`missing` against the seeds the study plans for each of `model`'s arms
-        (study.cell_seeds' 'model/variant', else its 'model', else study.seeds)."""
+        (as study.seeds_of: study.cell_seeds' 'model/variant', else its 'model', else
+        study.seeds; read from study.json's record, which may lack the grid's other keys)."""
         cells = self.settings.get("cell_seeds") or {}
-        study_seeds = self.settings.get("seeds") or []
         variants = (self.settings.get("model_variants") or {}).get(
             model, self.settings.get("variants") or [])
         out = []
         for variant in variants:
             arm = battery_lib.label(variant, self.dataset)
-            if arm not in self.compared:
-                continue
-            seeds = cells.get(f"{model}/{variant}", cells.get(model, study_seeds))
-            out += [m for m in self.missing(model, [int(s) for s in seeds])
-                    if m.startswith(f"{model} on {arm},")]
+            if arm in self.compared:
+                seeds = cells.get(f"{model}/{variant}",
+                                  cells.get(model, self.settings.get("seeds") or []))
+                out += self.missing(model, seeds, [arm])
         return out
 
-    def missing(self, model: str, seeds) -> list[str]:
-        """'model on arm, seed(s) ...' for each registered arm lacking a finished run."""
-        arms = self.model_arms(model, seeds)
+    def missing(self, model: str, seeds, arms=None) -> list[str]:
+        """'model on arm, seed(s) ...' for each of `arms` (default: every registered arm)
+        lacking a finished run."""
+        runs = self.model_arms(model, seeds)
         out = []
-        for arm in self.registered_arms(model):
-            found = {int(r["seed"]) for k in ("kept", "overpruned") for r in arms[arm][k]}
-            lacking = sorted(set(seeds) - found)
+        for arm in self.registered_arms(model) if arms is None else arms:
+            found = {int(r["seed"]) for k in ("kept", "overpruned") for r in runs[arm][k]}
+            lacking = sorted(set(int(s) for s in seeds) - found)
             if lacking:
                 out.append(f"{model} on {arm}, seed(s) {_span(lacking)}")
         return out
