@@ -29,7 +29,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmark.core.errors import ConfigError, cli_main, run_command, user_errors
-from perturbations import artefact, references
+from perturbations import artefact
 from perturbations.naive import MAX_IMAGES, TOWARDS, feasible_move, reconstructions
 
 FLAGS = flags.FLAGS
@@ -69,6 +69,8 @@ def write_naive_artefact(manipulation_dir, out, source: str | None = None,
     if data.num_images > MAX_IMAGES:
         raise ConfigError(f"the naive artefact keeps every image's move: expected at most "
                           f"{MAX_IMAGES} images, found {data.num_images}")
+    from perturbations import references    # TensorFlow's import, after the checks above
+
     runs = references.recorded_references(metadata, manipulation_dir)
     found = {side: [references.read_reference(r) for r in dirs] for side, dirs in runs.items()}
     pairs = {side: [references.load_encoder_decoder(r, data.observation_shape) for r in refs]

@@ -1,6 +1,7 @@
 """Shared test set-up: quiet TensorFlow, no official data directory from the environment."""
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -17,12 +18,38 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: an end-to-end test of several seconds or more (training, a "
         "study, a subprocess command); `make test` skips them, `make test-slow` runs them")
+    config.addinivalue_line(
+        "markers", "identities_subprocess: an in-process study computes its runs' "
+        "fingerprints in `python -m benchmark.identities`, as it does for a user")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_render_cache(tmp_path_factory):
     """Each test session casts its own Shapes3D geometry cache (never a stale user one)."""
     os.environ["DISENTANGLE_BENCH_CACHE"] = str(tmp_path_factory.mktemp("render-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _identities_in_this_process(request, monkeypatch):
+    """A study parses its runs' configurations in a process of its own (`python -m
+    benchmark.identities`: gin's state is global), which costs a TensorFlow import (~10 s
+    on 2 cores) per study call. A test that calls the study in this process gets the same
+    answer computed here instead (test_study.py's
+    test_identities_computed_here_equal_the_commands checks they agree); a test marked
+    identities_subprocess, and every `python -m benchmark.study`, keeps the subprocess."""
+    if request.node.get_closest_marker("identities_subprocess"):
+        return
+    study = sys.modules.get("benchmark.studies.study")
+    if study is None:
+        return        # the test never imported the study (its commands are subprocesses)
+
+    def here(specs: list) -> dict:
+        from benchmark.runs.identities import spec_identities
+
+        return spec_identities([{"name": s.name, "gin_files": list(s.gin_files),
+                                 "bindings": list(s.bindings)} for s in specs])
+
+    monkeypatch.setattr(study, "expected_identities", here)
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +67,8 @@ SLOWEST_FIRST = ("test_tiny_generation_end_to_end", "test_tiny_pipeline_end_to_e
                  "test_export_codes_from_elsewhere_and_score",
                  "test_same_seed_same_run_in_another_process_also_after_ctrl_c_and_kill",
                  # and the longest of the fast ones
-                 "test_a_grid_that_cannot_be_configured_is_refused_before_any_run",
-                 "test_a_learning_curve_leaves_training_unchanged_and_is_resumable")
+                 "test_a_run_started_from_a_shorter_run_equals_the_longer_run",
+                 "test_the_command_chooses_from_a_pilot_studys_runs")
 
 
 def pytest_collection_modifyitems(items):

@@ -57,12 +57,18 @@ def find_gin_file(name: str) -> pathlib.Path | None:
     return None
 
 
+_SEARCH_PATH_ADDED = False
+
+
 def parse_config(gin_files, gin_bindings) -> None:
     """Parses gin files and bindings; an unknown or misspelt binding fails here, before any
     work starts (a missing file too, with gin's error), and so does text gin cannot parse
     (ValueError naming gin's complaint; gin itself raises SyntaxError or tokenize's
     TokenError). The config stays unlocked so lazily imported modules can still register."""
-    gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+    global _SEARCH_PATH_ADDED
+    if not _SEARCH_PATH_ADDED:        # gin keeps a list: once per process, not per parse
+        gin.add_config_file_search_path(str(GIN_SEARCH_PATH))
+        _SEARCH_PATH_ADDED = True
     try:
         with _quiet_gin_lookups():
             gin.parse_config_files_and_bindings(list(gin_files), list(gin_bindings),

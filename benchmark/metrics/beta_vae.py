@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from benchmark.metrics import codes as codes_lib
 
@@ -30,6 +29,8 @@ def training_points(pair_fn: Callable[[int, np.random.Generator], tuple[np.ndarr
 
 
 def _score(pair_fn, num_factors, rng, num_train, num_eval) -> dict:
+    from sklearn.linear_model import LogisticRegression
+
     x_train, y_train = training_points(pair_fn, num_train, num_factors, rng)
     x_eval, y_eval = training_points(pair_fn, num_eval, num_factors, rng)
     if len(np.unique(y_train)) < 2:

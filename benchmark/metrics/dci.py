@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import joblib
 import numpy as np
-from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingClassifier,
-                              RandomForestClassifier)
 
 from benchmark.metrics import codes as codes_lib
 
@@ -109,6 +107,8 @@ def _hist_gbt(x_train, y_train, x_test, y_test, seed: int,
     """One histogram GBT fit shaped like dlib's trees on the first column of each group of
     tied columns: (split-gain importances (d,), each group's credit shared evenly by its
     columns; train acc; test acc)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
     kept = [group[0] for group in groups]
     model = HistGradientBoostingClassifier(
         max_iter=100, learning_rate=0.1, max_depth=3, max_leaf_nodes=None,
@@ -124,6 +124,8 @@ def _hist_gbt(x_train, y_train, x_test, y_test, seed: int,
 
 def _fit_factor(classifier: str, x_train, y_train, x_test, y_test, seed: int,
                 rf_depths) -> tuple[np.ndarray, float, float]:
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
     if classifier == "gbt":
         model = GradientBoostingClassifier(random_state=seed).fit(x_train, y_train)
     else:

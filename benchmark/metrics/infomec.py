@@ -45,11 +45,6 @@ import warnings
 
 import numpy as np
 from absl import logging
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_selection import mutual_info_classif
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import log_loss, mutual_info_score
-from sklearn.preprocessing import OneHotEncoder
 from threadpoolctl import threadpool_limits
 
 from benchmark.metrics import codes as codes_lib
@@ -69,6 +64,9 @@ def nmi_matrix(factors: np.ndarray, codes: np.ndarray, n_neighbors: int = 3, see
                discrete: bool = False) -> np.ndarray:
     """NMI (k, d) in [0, 1] (clipped) between each factor (n, k) and each code dim (n, d):
     kNN estimates on standardised dims, or plug-in discrete MI when `discrete`."""
+    from sklearn.feature_selection import mutual_info_classif
+    from sklearn.metrics import mutual_info_score
+
     nmi = np.zeros((factors.shape[1], codes.shape[1]))
     if discrete:
         labels = [np.unique(codes[:, j], return_inverse=True)[1].reshape(-1)
@@ -116,6 +114,9 @@ def _fit_logistic(features, labels) -> LogisticRegression:
     features of discrete codes with many levels). BLAS runs on one thread: on a shared
     2-core machine its spinning threads cost ~6x the CPU time of the fit. A fit that does
     not converge is logged, never silent."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
     num_params = (features.shape[1] + 1) * len(np.unique(labels))
     solver = "newton-cholesky" if num_params <= NEWTON_MAX_PARAMETERS else "lbfgs"
     model = LogisticRegression(C=np.inf, class_weight="balanced", solver=solver, tol=1e-4,
@@ -134,6 +135,8 @@ def info_e(factors_train, codes_train, factors_test, codes_test) -> float:
     """Mean over factors of the normalised predictive V-information (eqs. 10-14), in [0, 1]:
     fitted on (factors_train (n, k), features codes_train (n, p)), scored on the test pair
     (pass the same arrays twice for the paper's in-sample estimate)."""
+    from sklearn.metrics import log_loss
+
     scores = []
     for i in range(factors_train.shape[1]):
         classes = np.unique(factors_train[:, i])
@@ -152,6 +155,8 @@ def infomec_from_codes(factors, codes, n_neighbors: int = 3, prune_fraction: flo
                        ) -> dict:
     """{'infom', 'infoe', 'infoc' (each in [0, 1]), 'infomec_active_dims',
     'infomec_nmi' (k x active dims)} on one sample: factors int (n, k), codes (n, d)."""
+    from sklearn.preprocessing import OneHotEncoder
+
     factors, codes = codes_lib.check_codes(factors, codes, max(10, 2 * n_neighbors), "infomec")
     if not 0.0 <= test_fraction < 1.0:
         raise ValueError(f"infomec.test_fraction must be in [0, 1), found {test_fraction!r}")

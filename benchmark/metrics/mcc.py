@@ -10,8 +10,6 @@ pairs, in [0, 1]. A constant dim or source correlates 0 with everything.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
-from scipy.optimize import linear_sum_assignment
 
 from benchmark.metrics import codes as codes_lib
 
@@ -37,6 +35,8 @@ def correlation_matrix(codes: np.ndarray, sources: np.ndarray, method: str = "sp
 
     Invariant to the scale and offset of every column (and, for Spearman, to any
     monotone transform)."""
+    from scipy import stats
+
     if method not in ("pearson", "spearman"):
         raise ValueError(f"mcc method must be 'pearson' or 'spearman', found {method!r}")
     if method == "spearman":
@@ -50,6 +50,8 @@ def mcc_from_codes(sources, codes, method: str = "spearman") -> dict:
     """{'mcc_<method>': float, 'mcc_<method>_matching': [[dim, source], ...]}.
 
     sources: (n, k) ground-truth factors or continuous sources; codes: (n, d)."""
+    from scipy.optimize import linear_sum_assignment
+
     codes = codes_lib.check_code_array(codes, 3, "mcc")
     sources = codes_lib.check_code_array(sources, 3, "mcc (sources)")
     if len(sources) != len(codes):

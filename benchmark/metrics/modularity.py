@@ -19,9 +19,6 @@ Source: disentanglement_lib/evaluation/metrics/modularity_explicitness.py.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
-from sklearn.preprocessing import StandardScaler
 
 from benchmark.metrics import codes as codes_lib
 from benchmark.metrics.mig import mutual_info_matrix
@@ -40,6 +37,8 @@ def modularity_from_mi(mi: np.ndarray) -> tuple[float, int]:
 
 
 def _mean_ovr_auc(model, scaler, codes, labels, classes) -> float:
+    from sklearn.metrics import roc_auc_score
+
     proba = model.predict_proba(scaler.transform(codes))
     aucs = [roc_auc_score(labels == c, proba[:, i]) for i, c in enumerate(classes)
             if 0 < np.sum(labels == c) < len(labels)]
@@ -50,6 +49,9 @@ def modularity_explicitness_from_codes(factors_train, codes_train, factors_test,
                                        num_bins: int = 20) -> dict[str, float]:
     """{'modularity', 'modularity_informative_dims', 'explicitness_train',
     'explicitness_test'} from factors int (n, k) and codes (n, d), train and test."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
     factors_train, codes_train = codes_lib.check_codes(factors_train, codes_train, 2,
                                                        "modularity")
     factors_test, codes_test = codes_lib.check_codes(factors_test, codes_test, 2,

@@ -17,9 +17,6 @@ Classifiers:
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import balanced_accuracy_score
-from sklearn.svm import LinearSVC
-from sklearn.tree import DecisionTreeClassifier
 
 from benchmark.metrics import codes as codes_lib
 
@@ -30,6 +27,10 @@ CLASSIFIERS = ("threshold", "linear_svm")
 def score_matrix(codes_train, factors_train, codes_test, factors_test,
                  classifier: str = "threshold", seed: int = 0) -> np.ndarray:
     """S (d, k): accuracy of predicting each factor from each single code dim."""
+    from sklearn.metrics import balanced_accuracy_score
+    from sklearn.svm import LinearSVC
+    from sklearn.tree import DecisionTreeClassifier
+
     if classifier not in CLASSIFIERS:
         raise ValueError(f"sap classifier must be 'linear_svm' or 'threshold', found "
                          f"{classifier!r}")

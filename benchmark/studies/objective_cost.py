@@ -104,12 +104,17 @@ def _clean_logits(model, images: np.ndarray) -> np.ndarray:
 def run_costs(run_dir, variants: list[str], match: str | None = None,
               match_low: float = 0.001, match_high: float = 1.0) -> dict:
     """The objective_cost.json record of one run (module docstring)."""
-    from benchmark.data.change import arm_change
     from benchmark.studies.posterior_reach import trained_run
+
+    labels = [ArmLabel.parse(v) for v in variants]
+    if not labels:
+        raise ValueError("--variants: expected at least one arm, e.g. rotated@5, found none")
+    run_dir = pathlib.Path(run_dir)
+    _, model, step = trained_run(run_dir)       # a run without checkpoints fails here, fast
+
+    from benchmark.data.change import arm_change
     from models import losses
 
-    run_dir = pathlib.Path(run_dir)
-    _, model, step = trained_run(run_dir)
     if getattr(model, "reconstruction_loss", None) is not losses.bernoulli_reconstruction:
         raise codes_lib.MetricInputError(
             f"{run_dir}: expected a model scored by the Bernoulli reconstruction "
@@ -124,9 +129,6 @@ def run_costs(run_dir, variants: list[str], match: str | None = None,
         return float(np.mean(bernoulli_cost(clean, variant.observations_from_factors(factors),
                                             logits)))
 
-    labels = [ArmLabel.parse(v) for v in variants]
-    if not labels:
-        raise ValueError("--variants: expected at least one arm, e.g. rotated@5, found none")
     rows = {}
     for label in labels:
         variant = _variant_data(run_dir, label)

@@ -100,19 +100,19 @@ def trained_run(run_dir) -> tuple:
     """(data, model, step) of a finished run: its data (`run_data`) and model rebuilt from
     its operative_config.gin, the model restored from its newest intact checkpoint;
     MetricInputError naming the directory when it has no checkpoint."""
+    run_dir = pathlib.Path(run_dir)
+    if not any((run_dir / "checkpoints").glob("*.index")):     # before TensorFlow's import
+        raise codes_lib.MetricInputError(
+            f"{run_dir}: expected checkpoints/ with a checkpoint, found none (checkpoints are "
+            "not kept in git: retrain the study into another output_dir, check it is "
+            "bit-identical with `python -m benchmark.readings restore_codes`, and read the "
+            "retrain)")
     import gin
 
     from benchmark.core import config
     from benchmark.runs.train import restore_model
     from models.configurables import configured_model
 
-    run_dir = pathlib.Path(run_dir)
-    if not any((run_dir / "checkpoints").glob("*.index")):
-        raise codes_lib.MetricInputError(
-            f"{run_dir}: expected checkpoints/ with a checkpoint, found none (checkpoints are "
-            "not kept in git: retrain the study into another output_dir, check it is "
-            "bit-identical with `python -m benchmark.readings restore_codes`, and read the "
-            "retrain)")
     data = run_data(run_dir)
     gin.clear_config()
     try:

@@ -203,6 +203,25 @@ def test_a_grid_that_cannot_be_configured_is_refused_before_any_run(tmp_path, ca
     assert "bad config" in capsys.readouterr().out and len(summary["unconfigurable"]) == 2
 
 
+@pytest.mark.identities_subprocess
+def test_identities_computed_here_equal_the_commands(tmp_path):
+    """The other in-process study tests get their runs' fingerprints from this process
+    (tests/conftest.py); a user's study gets them from `python -m benchmark.identities`.
+    Both give the same answer, an unconfigurable run's error included."""
+    from benchmark.runs.identities import spec_identities
+
+    settings = dataclasses.replace(
+        _settings(tmp_path, models={"ae": "models/ae.gin", "broken": "models/no_such.gin"},
+                  variants=["original", "noisy"]), bindings=TINY_RUN)
+    specs = study.expand(settings)
+    command = study.expected_identities(specs)
+    here = spec_identities([{"name": s.name, "gin_files": list(s.gin_files),
+                             "bindings": list(s.bindings)} for s in specs])
+    assert command == here and len(command) == 4
+    assert sum("error" in v for v in command.values()) == 2
+    assert len({v["fingerprint"] for v in command.values() if "fingerprint" in v}) == 2
+
+
 def test_dry_run_lists_the_grid_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "study"
     summary = study.execute(_settings(out), dry_run=True)

@@ -2,6 +2,8 @@
 rotated linear code is read as well as an aligned one, where DCI-I is not; a code that
 loses information loses it under both; a non-linear code loses nothing to the readout."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,12 @@ def _plane_code(theta_deg: float, noise_sd: float, seed: int = 0):
     return factors, plane @ rotation.T
 
 
+@functools.lru_cache(maxsize=None)
+def _plane_scores(theta_deg: float, noise_sd: float) -> tuple[float, float]:
+    """_scores of _plane_code (deterministic; several tests read the aligned plane's)."""
+    return _scores(*_plane_code(theta_deg, noise_sd))
+
+
 def _scores(factors, codes):
     split = (factors[:N_TRAIN], codes[:N_TRAIN], factors[N_TRAIN:], codes[N_TRAIN:])
     plain = dci_from_codes(*split, np.random.default_rng(1))["dci_informativeness_test"]
@@ -32,16 +40,16 @@ def _scores(factors, codes):
 
 
 def test_a_rotated_code_costs_dci_i_but_not_the_readout():
-    aligned_plain, aligned_read = _scores(*_plane_code(0, 0.3))
-    turned_plain, turned_read = _scores(*_plane_code(45, 0.3))
+    aligned_plain, aligned_read = _plane_scores(0, 0.3)
+    turned_plain, turned_read = _plane_scores(45, 0.3)
     assert aligned_plain - turned_plain > 0.15             # the axis-aligned trees' cost
     assert abs(aligned_read - turned_read) < 0.04          # the same information, read alike
     assert aligned_read == pytest.approx(aligned_plain, abs=0.04)
 
 
 def test_lost_information_is_lost_under_the_readout_too():
-    _, kept = _scores(*_plane_code(0, 0.3))
-    _, lost = _scores(*_plane_code(0, 2.0))
+    _, kept = _plane_scores(0, 0.3)
+    _, lost = _plane_scores(0, 2.0)
     assert kept - lost > 0.3
 
 

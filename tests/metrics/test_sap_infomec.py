@@ -82,8 +82,10 @@ def test_infoe_newton_and_lbfgs_reach_the_same_optimum(monkeypatch):
 
 def test_infoe_logs_a_fit_that_does_not_converge(monkeypatch):
     factors, z = _near_separable(n=600)
-    original = infomec.LogisticRegression
-    monkeypatch.setattr(infomec, "LogisticRegression",
+    from sklearn import linear_model      # infomec imports it where it fits
+
+    original = linear_model.LogisticRegression
+    monkeypatch.setattr(linear_model, "LogisticRegression",
                         lambda **kw: original(**{**kw, "max_iter": 1}))
     logged = []
     monkeypatch.setattr(infomec.logging, "warning", lambda msg, *a: logged.append(msg % a))
