@@ -46,8 +46,7 @@ def _identities_in_this_process(request, monkeypatch):
     def here(specs: list) -> dict:
         from benchmark.runs.identities import spec_identities
 
-        return spec_identities([{"name": s.name, "gin_files": list(s.gin_files),
-                                 "bindings": list(s.bindings)} for s in specs])
+        return spec_identities(study.identity_requests(specs))
 
     monkeypatch.setattr(study, "expected_identities", here)
 

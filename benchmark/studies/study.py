@@ -494,13 +494,19 @@ def _merge_study_json(path: pathlib.Path, settings: StudySettings, specs: list) 
     write_json(path, payload)
 
 
+def identity_requests(specs: list) -> list[dict]:
+    """The specs as `python -m benchmark.identities` reads them: [{name, gin_files,
+    bindings}]."""
+    return [{"name": s.name, "gin_files": list(s.gin_files), "bindings": list(s.bindings)}
+            for s in specs]
+
+
 def expected_identities(specs: list) -> dict:
     """{name: identity | {'error'}} of the specs, parsed as the runner will parse them (in
     a process of its own: `python -m benchmark.identities`)."""
     if not specs:
         return {}
-    payload = json.dumps([{"name": s.name, "gin_files": list(s.gin_files),
-                           "bindings": list(s.bindings)} for s in specs])
+    payload = json.dumps(identity_requests(specs))
     result = subprocess.run([sys.executable, "-m", "benchmark.identities"], input=payload,
                             preexec_fn=end_with_parent(),
                             capture_output=True, text=True, cwd=os.getcwd(),

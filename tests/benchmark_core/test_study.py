@@ -215,8 +215,7 @@ def test_identities_computed_here_equal_the_commands(tmp_path):
                   variants=["original", "noisy"]), bindings=TINY_RUN)
     specs = study.expand(settings)
     command = study.expected_identities(specs)
-    here = spec_identities([{"name": s.name, "gin_files": list(s.gin_files),
-                             "bindings": list(s.bindings)} for s in specs])
+    here = spec_identities(study.identity_requests(specs))
     assert command == here and len(command) == 4
     assert sum("error" in v for v in command.values()) == 2
     assert len({v["fingerprint"] for v in command.values() if "fingerprint" in v}) == 2
