@@ -37,7 +37,7 @@ import pathlib
 import numpy as np
 
 from benchmark.core.arm_label import ArmLabel
-from benchmark.core.errors import cli_main
+from benchmark.core.errors import ConfigError, cli_main
 from benchmark.metrics import codes as codes_lib
 
 #: images per batch through the decoder
@@ -108,7 +108,7 @@ def run_costs(run_dir, variants: list[str], match: str | None = None,
 
     labels = [ArmLabel.parse(v) for v in variants]
     if not labels:
-        raise ValueError("--variants: expected at least one arm, e.g. rotated@5, found none")
+        raise ConfigError("--variants: expected at least one arm, e.g. rotated@5, found none")
     run_dir = pathlib.Path(run_dir)
     _, model, step = trained_run(run_dir)       # a run without checkpoints fails here, fast
 

@@ -62,6 +62,11 @@ def test_a_run_without_checkpoints_is_one_clear_error(tmp_path):
     assert "expected checkpoints/ with a checkpoint, found none" in \
         done.stderr.strip().splitlines()[-1]
     assert not (run / "objective_cost.json").exists()
+    done = python_m("benchmark.objective_cost", run, timeout=120)       # no --variants
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: --variants: expected at least one arm, e.g. rotated@5, found none")
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow
