@@ -90,6 +90,8 @@ def test_d1_another_artefact_under_the_same_path_is_another_configuration(tmp_pa
 
 @pytest.mark.slow
 def test_d2_overwrite_removes_only_what_the_suite_wrote(tmp_path):
+    """--overwrite removes only what the run wrote (its manifest): user files,
+    foreign event files in tb/ (R9) and a directory with no run record are kept."""
     foreign = tmp_path / "foreign"                          # no run record: refused
     (foreign / "checkpoints").mkdir(parents=True)
     (foreign / "checkpoints" / "precious.ckpt").write_text("mine")
@@ -108,11 +110,21 @@ def test_d2_overwrite_removes_only_what_the_suite_wrote(tmp_path):
     (run / "checkpoints" / "user_note.txt").write_text("mine")
     (run / ".results.json.keep_me_user").write_text("mine")
     (run / "notes.txt").write_text("mine")
+    # R9: of the event files in tb/, only those the run listed in its manifest are its own
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    own = [n for n in manifest if n.startswith("tb/events.out.tfevents.")]
+    assert len(own) == 1 and "tb/" in manifest
+    (run / "tb" / "events.out.tfevents.1700000000.elsewhere.1.v2").write_text("mine")
     replaced = _run(run, overwrite=True)
     assert replaced.returncode == 0, replaced.stderr[-2000:]
-    assert "kept files the suite did not write: checkpoints/user_note.txt" in replaced.stderr
-    for name in ("checkpoints/user_note.txt", ".results.json.keep_me_user", "notes.txt"):
+    kept = [line for line in replaced.stderr.splitlines()
+            if "kept files the suite did not write: " in line]
+    assert len(kept) == 1 and "checkpoints/user_note.txt" in kept[0], replaced.stderr[-2000:]
+    assert "tb/events.out.tfevents.1700000000" in kept[0]
+    for name in ("checkpoints/user_note.txt", ".results.json.keep_me_user", "notes.txt",
+                 "tb/events.out.tfevents.1700000000.elsewhere.1.v2"):
         assert (run / name).read_text() == "mine", name
+    assert not (run / own[0]).exists()
     assert json.loads((run / "results.json").read_text())["resumed_from"] == 0
 
 
@@ -148,25 +160,45 @@ def test_d4_the_audit_refuses_a_reference_study_that_imports_foreign_code(tmp_pa
     assert not marker.exists() and not (tmp_path / "audit").exists()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("binding, words", [
-    ("model.method = 'beta_vea'", ["unknown model.method 'beta_vea'"]),
+#: bad settings of each layer (data, model, method, optimiser), each a one-line error before
+#: any work; the command's own path for each class is a subprocess case below, and
+#: tests/test_faults_round3.py::test_the_first_line_a_user_sees_is_the_error (fast) runs
+#: an unknown model.method and run.steps = 0 the same way
+BAD_SETTINGS = [
     ("data.name = 'mnist'", ["unknown dataset 'mnist'"]),
     ("data.variant = 'weird'", ["unknown dataset variant 'weird'"]),
     ("data.source = 'nonsense'", ["source must be 'auto', 'procedural' or 'file'"]),
     ("data.eps = -0.5", ["data.eps", "found -0.5"]),
     ("model.num_latents = 0", ["model.num_latents must be >= 1, found 0"]),
-    ("run.steps = (", ["gin cannot parse"]),
     ("beta_vae.beta = -8.0", ["beta_vae.beta must be a number in [0.0, inf]", "-8.0"]),
     ("adam.learning_rate = 0", ["adam.learning_rate"]),
-    ("run.steps = 100000000000000000000000", ["run.steps must be an integer in [1, "]),
-])
+]
+
+
+def _with_variant(binding):
+    return [binding, "data.variant = 'noisy'"] if binding.startswith("data.eps") else [binding]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("binding, words", [
+    BAD_SETTINGS[1], BAD_SETTINGS[4], ("run.steps = (", ["gin cannot parse"])])
 def test_d5_d6_a_bad_setting_is_one_line_before_any_work(tmp_path, binding, words):
-    bindings = [binding, "data.variant = 'noisy'"] if binding.startswith("data.eps") else \
-        [binding]
-    result = _run(tmp_path / "run", *bindings)
+    result = _run(tmp_path / "run", *_with_variant(binding))
     _one_line_error(result, *words)
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("binding, words", BAD_SETTINGS)
+def test_d5_d6_every_layers_bad_setting_is_a_one_line_user_error(tmp_path, binding, words):
+    """The same settings through the command's main in this process: a UserError (what
+    the command prints as `error: ...`, exit 2) of one line, before any directory."""
+    from benchmark.core.errors import UserError, user_message
+    from tests.benchmark_core.test_run import _run_here
+    with pytest.raises(UserError) as raised:
+        _run_here(tmp_path / "run", *_with_variant(binding))
+    message = user_message(raised.value)
+    assert "\n" not in message.strip() and all(w in message for w in words), message
+    assert not (tmp_path / "run").exists()
 
 
 def test_d5_the_other_commands_say_a_gin_syntax_error_in_one_line(tmp_path):

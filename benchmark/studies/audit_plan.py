@@ -148,7 +148,10 @@ def plan(settings: study.StudySettings, reference_runs: list[dict], workers: int
     like the reference's. Older references give only their mean wall time, which runs that
     shared their cores inflate: the plan then says it is an upper bound."""
     specs = study.expand(settings)
-    done, _, _ = study.run_states(pathlib.Path(settings.output_dir), specs)
+    out = pathlib.Path(settings.output_dir)
+    # a fresh audit holds no run: no fingerprints to compute (a TensorFlow process)
+    held = any((out / "runs" / s.name).is_dir() for s in specs)
+    done = study.run_states(out, specs)[0] if held else set()
     to_run = len(specs) - len(done)
     workers = max(1, int(workers))
     cost = reference_cost(reference_runs)

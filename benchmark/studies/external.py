@@ -297,8 +297,6 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
     reference's settings, the audit's with the PLACEHOLDER_GIN method); decide(name, seeds,
     reference, reference_dir, settings, output_dir) -> audit.md:
     benchmark.studies.audit_report.write_audit."""
-    from benchmark.runs import results as results_lib
-    from benchmark.runs.run import evaluate_representation
     export_dir = pathlib.Path(export_dir)
     manifest = read_manifest(export_dir)
     seeds = manifest["seeds"]
@@ -331,6 +329,9 @@ def score(export_dir, name: str, output_dir, settings_of, decide, announce=print
         raise ValueError(f"--output_dir {out} holds runs this export does not have ({stale[0]}"
                          f"{' ...' if len(stale) > 1 else ''}): an earlier audit's; give this "
                          "one a directory of its own")
+    # TensorFlow's import (~4 s) only once every file has been checked
+    from benchmark.runs import results as results_lib
+    from benchmark.runs.run import evaluate_representation
     for label, _, specs in arms:            # the images are the exported ones, every arm
         data, _ = _load(specs[0])
         entry = manifest["arms"][label]

@@ -97,11 +97,11 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
     assert again.returncode == 0 and (out / "results.json").stat().st_mtime_ns == stamp
 
 
-@pytest.mark.slow
 def test_misspelt_binding_fails_before_training(tmp_path):
-    result = _run("--gin_file=models/beta_vae.gin", "--gin_bindings=beta_vae.betta = 3",
-                  f"--output_dir={tmp_path / 'run'}")
-    assert result.returncode == 2 and "betta" in result.stderr
+    """gin refuses it as it parses (the command's one line for a parse error:
+    tests/test_faults.py::test_d5_d6_a_bad_setting_is_one_line_before_any_work)."""
+    with pytest.raises(ValueError, match="betta"):
+        _run_here(tmp_path / "run", "beta_vae.betta = 3")
     assert not (tmp_path / "run").exists()
 
 
@@ -311,16 +311,6 @@ def test_quantised_models_are_scored_as_discrete_codes(tmp_path):
     assert results["metric_settings"]["infomec"]["sample"] == "own"
     assert results["metric_settings"]["infomec"]["prune_fraction"] == pytest.approx(1 / 20)
     assert "metric/infomec/infom" in results["scalars"] or "infomec" in results["errors"]
-
-
-@pytest.mark.slow
-def test_bad_setting_on_the_command_line_is_one_line(tmp_path):
-    result = _run(*BETA_VAE, *TINY, "--gin_bindings=run.checkpoint_every = 0",
-                  f"--output_dir={tmp_path / 'run'}")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1] == (
-        "error: run.checkpoint_every must be an integer >= 1, found 0")
-    assert not (tmp_path / "run").exists()
 
 
 def test_second_writer_is_refused_naming_the_holder(tmp_path):

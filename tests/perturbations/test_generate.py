@@ -105,21 +105,9 @@ def _tiny_generation_makes_a_loadable_modified_variant(generated, tmp_path):
     swept = load_data("dsprites", "modified", "procedural", artefact=f"{art}_eps0.3",
                       fixed_factors=FIXED)
     assert swept.eps == 0.3
-    # A model trains on the modified variant through the runner (tf.data calls m(w)) and
-    # the process exits cleanly.
-    trained = subprocess.run(
-        [sys.executable, "-m", "benchmark.run", "--gin_file=models/ae.gin",
-         *[f"--gin_bindings={b}" for b in (
-             "run.steps = 3", "run.batch_size = 8", "run.metric_points = 300",
-             "run.metrics = ['mig']", "run.health_points = 16", "model.num_latents = 3",
-             "data.source = 'procedural'", "data.variant = 'modified'",
-             f"data.fixed_factors = {FIXED!r}",
-             f"data.artefact = '{art}'")], f"--output_dir={tmp_path / 'on_modified'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert trained.returncode == 0, trained.stderr[-3000:]
-    on_modified = json.loads((tmp_path / "on_modified" / "results.json").read_text())
-    assert on_modified["dataset"]["variant"] == "modified"
+    # A model trains on a modified variant through the runner:
+    # tests/benchmark_core/test_materialized_run.py (per batch, memory, disk) and
+    # test_pipeline.py (a generated artefact), both `python -m benchmark.run`.
     # Starting it again refuses to replace the artefact (issue 17.8), before any work ...
     weights = (art / "manipulation.weights.h5").read_bytes()
     refused = _generate(generated, f"generation.fixed_factors = {FIXED!r}")
@@ -261,12 +249,8 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
         naive_metadata["energy_per_image_at_eps_1"], rel=1e-4)
     # its control with the references' roles swapped: the other side's half of the move
     swapped_dir = tmp_path / "naive_swapped"
-    made = subprocess.run(
-        [sys.executable, "-m", "perturbations.naive_artefact", str(art),
-         f"--out={swapped_dir}", "--towards=disentangled"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert made.returncode == 0, made.stderr[-3000:]
+    from perturbations.naive_artefact import write_naive_artefact   # the command's work
+    write_naive_artefact(art, swapped_dir, towards="disentangled")
     swapped_metadata = json.loads((swapped_dir / "metadata.json").read_text())
     assert swapped_metadata["towards"] == "disentangled"
     assert swapped_metadata["delta"].startswith("clip(x + (r_dis - r_ent)")
@@ -347,12 +331,10 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
     flipped = bytearray(weights.read_bytes())
     flipped[-1] ^= 0xFF
     weights.write_bytes(bytes(flipped))
-    tampered = subprocess.run(
-        [sys.executable, "-m", "perturbations.readapt", str(art), "--steps=1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert tampered.returncode == 2
-    assert "decoder.weights.h5 has SHA-256" in tampered.stderr.strip().splitlines()[-1]
+    # (the command's one-line refusals: tests/perturbations/test_readapt.py)
+    from perturbations.references import ReferenceError as RefError
+    with pytest.raises(RefError, match="decoder.weights.h5 has SHA-256"):
+        readapt.readaptation(art, steps=1)
     refs = [str(runs / f"seed{s}") for s in (0, 1)]
     # A game whose chosen references kept no checkpoints (a pool in a clone) retrains them
     # from their recorded config and seed and uses them only because they repeat the run.
@@ -383,15 +365,17 @@ def _generation_on_a_reduced_dataset_and_its_references(generated, tmp_path):
         assert entry["published_from"] == "artefact"
         assert entry["copy"] == str(tmp_path / "fresh" / "art" / "references" / f"{side}0")
         assert entry["sha256"] == again["references"][side][0]["sha256"]
-    other = _generate(tmp_path / "other",
-                      "generation.fixed_factors = {'shape': 0, 'scale': 5, 'orientation': 0}",
-                      f"generation.reference_runs = {refs!r}", "generation.reference_seeds = []")
-    assert other.returncode == 2, other.stderr[-2000:]
-    assert "expected a run on original dsprites with fixed factors" in other.stderr
+    # references of another reduction: refused before the game (the command's refusals
+    # are one line: test_generation_rejects_a_misspelt_setting, ..._its_own_game_made)
+    from perturbations.generate import generate, generation_settings
+    other = generation_settings(
+        source="procedural", fixed_factors={"shape": 0, "scale": 5, "orientation": 0},
+        reference_runs=refs, reference_seeds=(), work_dir=str(tmp_path / "other" / "work"),
+        output_dir=str(tmp_path / "other" / "art"))
+    with pytest.raises(RefError, match="expected a run on original dsprites with fixed "
+                                       "factors"):
+        generate(other)
     assert not (tmp_path / "other" / "art").exists()
-    wrong = _generate(tmp_path / "wrong", "generation.fixed_factors = {'colour': 0}")
-    assert wrong.returncode == 2 and "unknown factor 'colour'" in wrong.stderr
-    assert not (tmp_path / "wrong" / "work").exists()
 
 
 def test_initial_manipulation_depends_on_the_seed_only():
@@ -429,6 +413,16 @@ def test_the_neurons_initial_direction_is_a_setting_checked_before_any_training(
     with pytest.raises(ValueError, match="expected 2 numbers"):
         generation_data(generation_settings(source="procedural", fixed_factors=ellipse,
                                             neuron_direction=[1.0, 0.0, 0.0]))
+
+
+def test_an_unknown_fixed_factor_is_refused_before_any_work(tmp_path):
+    """main checks the data before any training or directory (the command's one-line
+    path for a bad setting: test_generation_rejects_a_misspelt_setting)."""
+    from perturbations.generate import generation_data, generation_settings
+    with pytest.raises(ValueError, match="unknown factor 'colour'"):
+        generation_data(generation_settings(source="procedural", fixed_factors={"colour": 0},
+                                            work_dir=str(tmp_path / "work")))
+    assert not (tmp_path / "work").exists()
 
 
 def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
