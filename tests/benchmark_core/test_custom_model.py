@@ -80,11 +80,6 @@ def test_gin_errors_say_how_to_fix_the_plugin(tmp_path):
     gin.clear_config()
 
 
-TINY = ["run.steps = 4", "run.batch_size = 8", "run.metric_points = 300",
-        "run.metrics = ['mig']", "run.health_points = 32", "run.figures = False",
-        "model.num_latents = 3", "data.source = 'procedural'"]
-
-
 @pytest.mark.slow
 def test_custom_model_runs_through_the_audit(tmp_path):
     from benchmark.studies import audit

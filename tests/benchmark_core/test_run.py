@@ -100,7 +100,7 @@ def test_run_writes_a_complete_run_directory_and_skips_it_next_time(tmp_path):
 def test_misspelt_binding_fails_before_training(tmp_path):
     """gin refuses it as it parses (the command's one line for a parse error:
     tests/test_faults.py::test_d5_d6_a_bad_setting_is_one_line_before_any_work)."""
-    with pytest.raises(ValueError, match="betta"):
+    with pytest.raises(ValueError, match="doesn't have a parameter named 'betta'"):
         _run_here(tmp_path / "run", "beta_vae.betta = 3")
     assert not (tmp_path / "run").exists()
 

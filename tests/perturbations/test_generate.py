@@ -415,14 +415,13 @@ def test_the_neurons_initial_direction_is_a_setting_checked_before_any_training(
                                             neuron_direction=[1.0, 0.0, 0.0]))
 
 
-def test_an_unknown_fixed_factor_is_refused_before_any_work(tmp_path):
-    """main checks the data before any training or directory (the command's one-line
-    path for a bad setting: test_generation_rejects_a_misspelt_setting)."""
+def test_an_unknown_fixed_factor_is_refused_by_the_data_check():
+    """generation_data, which main calls before it trains anything or makes a directory,
+    refuses it (the command's one-line path for a bad setting:
+    test_generation_rejects_a_misspelt_setting)."""
     from perturbations.generate import generation_data, generation_settings
     with pytest.raises(ValueError, match="unknown factor 'colour'"):
-        generation_data(generation_settings(source="procedural", fixed_factors={"colour": 0},
-                                            work_dir=str(tmp_path / "work")))
-    assert not (tmp_path / "work").exists()
+        generation_data(generation_settings(source="procedural", fixed_factors={"colour": 0}))
 
 
 def test_a_work_dir_records_its_game_and_refuses_another(tmp_path):
