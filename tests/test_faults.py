@@ -65,7 +65,8 @@ def _noise_artefact(directory, seed):
 @pytest.mark.slow
 def test_d1_another_artefact_under_the_same_path_is_another_configuration(tmp_path):
     artefact = _noise_artefact(tmp_path / "artefact", seed=1)
-    noisy = ["data.variant = 'noisy'", f"data.artefact = '{artefact}'"]
+    # run.seed bound as a study binds it, so that the run below is the study's own run
+    noisy = ["data.variant = 'noisy'", f"data.artefact = '{artefact}'", "run.seed = 0"]
     first = _run(tmp_path / "run", *noisy)
     assert first.returncode == 0, first.stderr[-2000:]
     again = _run(tmp_path / "run", *noisy)                 # same content: nothing to do
@@ -86,6 +87,18 @@ def test_d1_another_artefact_under_the_same_path_is_another_configuration(tmp_pa
     dry = _command("benchmark.study", *[f"--gin_bindings={b}" for b in study], "--dry_run")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "changed   beta_vae_dsprites_noisy_seed0" in dry.stdout
+    # ... for the artefact alone (a run copied from elsewhere differed in run.seed too)
+    import gin
+    from benchmark.core import config
+    from benchmark.studies import study as study_lib
+    gin.clear_config()
+    try:
+        config.parse_config([], study)
+        specs = study_lib.expand(study_lib.study_settings())
+    finally:
+        gin.clear_config()
+    why = study_lib.run_states(tmp_path / "study", specs)[1]["beta_vae_dsprites_noisy_seed0"]
+    assert "data.artefact" in why and "metadata_sha256" in why and "run.seed" not in why, why
 
 
 @pytest.mark.slow
